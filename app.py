@@ -1,0 +1,90 @@
+"""Agent Desk: ``create_app()`` builds the whole service (``flask --app app ...`` finds it).
+
+Two Flask applications run the same code: production ("live") at ``/`` and the sandbox at ``/sandbox``,
+each with its own configuration and database. The outer (live) app mounts the sandbox with Werkzeug's
+dispatcher and carries the Socket.IO server and the CLI.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from typing import Any
+
+from flask import Flask, Response, jsonify, redirect
+from flask_migrate import Migrate
+from flask_openapi3 import OpenAPI
+from werkzeug.middleware.dispatcher import DispatcherMiddleware
+
+from core import errors, jobs, realtime
+from core.config import PROJECT_ROOT, load_settings
+from core.db import db
+from core.environments import LIVE, SANDBOX, link_environments
+from core.openapi import INFO, SECURITY_SCHEMES
+from core.validation import validation_error_response
+
+# Each area package exposes init_app(app); add new areas here, in dependency order.
+AREAS = ("blueprints.organizations",)
+# Modules imported for their side effects (demo seeders, CLI groups).
+DEMO_MODULES = ("blueprints.organizations.demo",)
+CLI_MODULES = ("core.cli", "blueprints.organizations.cli")
+
+migrate = Migrate()
+
+
+def _build(settings: dict[str, Any], environment: str) -> OpenAPI:
+    app = OpenAPI(
+        __name__,
+        info=INFO,
+        security_schemes=SECURITY_SCHEMES,
+        doc_prefix="/docs",
+        doc_url="/openapi.json",
+        validation_error_status=400,
+        validation_error_callback=validation_error_response,
+        instance_path=settings["INSTANCE_PATH"],
+        template_folder=str(PROJECT_ROOT / "templates"),
+        static_folder=str(PROJECT_ROOT / "static"),
+    )
+    app.config.update(settings)
+    app.config["AGENTDESK_ENV"] = environment
+    app.config["SQLALCHEMY_DATABASE_URI"] = (
+        settings["DATABASE_URL"] if environment == LIVE else settings["SANDBOX_DATABASE_URL"]
+    )
+    app.config.setdefault("SQLALCHEMY_ENGINE_OPTIONS", {"pool_pre_ping": True})
+    app.json.sort_keys = False  # type: ignore[attr-defined]
+    db.init_app(app)
+    migrate.init_app(app, db, directory=str(PROJECT_ROOT / "migrations"), render_as_batch=True)
+    errors.init_app(app)
+    for area in AREAS:
+        importlib.import_module(area).init_app(app)
+    for module in DEMO_MODULES:
+        importlib.import_module(module)
+
+    @app.get("/openapi.json", doc_ui=False)
+    def openapi_document() -> Response:
+        return jsonify(app.api_doc)
+
+    return app
+
+
+def create_app(config: dict[str, Any] | None = None) -> Flask:
+    settings = load_settings(config)
+    if settings.get("LOG_LEVEL"):
+        logging.basicConfig(level=settings["LOG_LEVEL"])
+    live = _build(settings, LIVE)
+    sandbox = _build(settings, SANDBOX)
+    link_environments(live, sandbox)
+    live.wsgi_app = DispatcherMiddleware(  # type: ignore[method-assign]
+        live.wsgi_app, {settings["SANDBOX_PREFIX"]: sandbox.wsgi_app}
+    )
+    realtime.init_app(live)
+    jobs.init_app(live)
+    for module in CLI_MODULES:
+        for command in importlib.import_module(module).COMMANDS:
+            live.cli.add_command(command)
+
+    @live.get("/", doc_ui=False)
+    def index() -> Response:
+        return redirect("/docs/")
+
+    return live

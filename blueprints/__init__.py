@@ -1,0 +1,1 @@
+"""One package per area of the service specification."""

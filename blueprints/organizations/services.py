@@ -1,0 +1,143 @@
+"""Rules for organizations and API keys. Functions take plain values, never the Flask request."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import string
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import select
+
+from blueprints.organizations.models import PRODUCTS, ApiKey, Organization
+from core.db import db, utcnow
+from core.environments import KEY_PREFIXES
+from core.errors import ApiError
+
+_ALPHABET = string.ascii_letters + string.digits
+SECRET_LENGTH = 40
+VISIBLE_CHARS = 8  # characters after sk_live_/sk_test_ kept in clear as the key's prefix
+
+
+def hash_key(plaintext: str) -> str:
+    # Keys carry 238 bits of randomness, so a fast digest is enough (no password stretching needed).
+    return hashlib.sha256(plaintext.encode()).hexdigest()
+
+
+def normalize_products(products: list[str] | None) -> list[str]:
+    chosen: list[str] = []
+    for raw in products or []:
+        product = raw.strip().upper()
+        if not product:
+            continue
+        if product not in PRODUCTS:
+            raise ApiError(400, f"products: unknown product {raw!r} (allowed: {', '.join(PRODUCTS)})")
+        if product not in chosen:
+            chosen.append(product)
+    return chosen
+
+
+def create_organization(
+    name: str, products: list[str] | None = None, organization_id: uuid.UUID | None = None
+) -> Organization:
+    name = name.strip()
+    if not name:
+        raise ApiError(400, "name: must not be empty")
+    organization = Organization(id=organization_id or uuid.uuid4(), name=name, products=normalize_products(products))
+    db.session.add(organization)
+    db.session.commit()
+    return organization
+
+
+def get_organization(organization_id: uuid.UUID) -> Organization | None:
+    return db.session.get(Organization, organization_id)
+
+
+@dataclass(frozen=True)
+class IssuedKey:
+    key: ApiKey
+    plaintext: str  # shown once, never stored
+
+
+def issue_api_key(
+    organization: Organization,
+    environment: str,
+    *,
+    name: str | None = None,
+    expires_at: datetime | None = None,
+    plaintext: str | None = None,
+) -> IssuedKey:
+    """Create a key for ``environment``. ``plaintext`` lets the demo seed derive a stable key."""
+    if environment not in KEY_PREFIXES:
+        raise ApiError(400, f"environment: must be one of {', '.join(KEY_PREFIXES)}")
+    plaintext = plaintext or KEY_PREFIXES[environment] + "".join(
+        secrets.choice(_ALPHABET) for _ in range(SECRET_LENGTH)
+    )
+    prefix = plaintext[: len(KEY_PREFIXES[environment]) + VISIBLE_CHARS]
+    key = ApiKey(
+        organization_id=organization.id,
+        environment=environment,
+        prefix=prefix,
+        key_hash=hash_key(plaintext),
+        name=name,
+        expires_at=expires_at,
+    )
+    db.session.add(key)
+    db.session.commit()
+    return IssuedKey(key, plaintext)
+
+
+def find_key(plaintext: str) -> ApiKey | None:
+    return db.session.scalar(select(ApiKey).where(ApiKey.key_hash == hash_key(plaintext)))
+
+
+def resolve_api_key(
+    plaintext: str, environment: str, *, touch_after: timedelta = timedelta(seconds=60)
+) -> tuple[ApiKey, Organization] | None:
+    """The active key and its organization, or None when the key is unknown, inactive, expired or of
+    another environment. ``last_used_at`` is written at most once per ``touch_after``."""
+    if not plaintext:
+        return None
+    row = db.session.execute(
+        select(ApiKey, Organization)
+        .join(Organization, Organization.id == ApiKey.organization_id)
+        .where(ApiKey.key_hash == hash_key(plaintext))
+    ).first()
+    if row is None:
+        return None
+    key, organization = row
+    now = utcnow()
+    if not key.active or key.environment != environment:
+        return None
+    if key.expires_at is not None and key.expires_at <= now:
+        return None
+    if key.last_used_at is None or now - key.last_used_at >= touch_after:
+        key.last_used_at = now
+        db.session.commit()
+    return key, organization
+
+
+def revoke_api_keys(prefix: str) -> list[ApiKey]:
+    """Deactivate the keys whose shown prefix (or full value) is ``prefix``; returns those changed."""
+    prefix = prefix.strip()
+    keys = list(db.session.scalars(select(ApiKey).where(ApiKey.prefix == prefix)))
+    if not keys and len(prefix) > 24:
+        key = find_key(prefix)
+        keys = [key] if key else []
+    now = utcnow()
+    for key in keys:
+        if key.active:
+            key.active = False
+            key.revoked_at = now
+    db.session.commit()
+    return keys
+
+
+def list_keys(organization_id: uuid.UUID) -> list[ApiKey]:
+    return list(
+        db.session.scalars(
+            select(ApiKey).where(ApiKey.organization_id == organization_id).order_by(ApiKey.created_at)
+        )
+    )

@@ -1,0 +1,1 @@
+"""Cross-cutting pieces that every area uses and no area owns."""

@@ -1,0 +1,125 @@
+"""Authentication and tenancy for the JSON API.
+
+Runs as a ``before_request`` hook of each area blueprint, so it only ever sees requests whose route
+matched: an unknown route is answered 404 before anyone asks for a key. Order of checks:
+
+1. ``Authorization: Bearer`` present -> it must be a valid JWT of this environment (an API key sent there
+   fails as a JWT: 401). Only areas that allow JWTs (CRM) accept it as the caller's identity.
+2. Otherwise ``X-API-Key`` -> active, unexpired key of this environment (the key's recorded environment,
+   not its prefix, decides).
+3. The path's ``organization_id`` must be the caller's organization: 403 otherwise.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+
+from flask import Blueprint, current_app, g, request
+
+from core.environments import current_environment
+from core.errors import ApiError
+from core.tokens import InvalidToken, decode_token
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who is calling: the organization, the environment and how they proved it."""
+
+    organization_id: uuid.UUID
+    environment: str
+    kind: str  # "api_key" or "jwt"
+    key_id: uuid.UUID | None = None
+    subject: str | None = None
+
+
+def current_principal() -> Principal:
+    principal = getattr(g, "principal", None)
+    if principal is None:  # a route registered outside an authenticated blueprint
+        raise ApiError(401)
+    return principal
+
+
+def current_organization_id() -> uuid.UUID:
+    return current_principal().organization_id
+
+
+def _authenticate(allow_jwt: bool) -> Principal:
+    from blueprints.organizations.models import Organization
+    from blueprints.organizations.services import resolve_api_key
+    from core.db import db
+
+    environment = current_environment()
+    authorization = request.headers.get("Authorization", "")
+    if authorization:
+        scheme, _, token = authorization.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise ApiError(401)
+        try:
+            claims = decode_token(current_app.config["SECRET_KEY"], token.strip(), environment=environment)
+        except InvalidToken:
+            raise ApiError(401) from None
+        if allow_jwt:
+            if db.session.get(Organization, claims["org"]) is None:
+                raise ApiError(401)
+            return Principal(claims["org"], environment, "jwt", subject=str(claims["sub"]))
+        # A valid JWT on an area that takes only keys: fall through to the key, which must be present.
+    api_key = request.headers.get("X-API-Key", "").strip()
+    if not api_key:
+        raise ApiError(401)
+    resolved = resolve_api_key(
+        api_key,
+        environment,
+        touch_after=timedelta(seconds=current_app.config["API_KEY_TOUCH_SECONDS"]),
+    )
+    if resolved is None:
+        raise ApiError(401)
+    key, organization = resolved
+    return Principal(organization.id, environment, "api_key", key_id=key.id)
+
+
+def _check_path_organization(principal: Principal) -> None:
+    raw = (request.view_args or {}).get("organization_id")
+    if raw is None:
+        return
+    try:
+        requested = uuid.UUID(str(raw))
+    except ValueError:
+        requested = None
+    if requested != principal.organization_id:
+        raise ApiError(403)
+
+
+def protect(blueprint: Blueprint, *, allow_jwt: bool = False) -> None:
+    """Require authentication on every route of ``blueprint``."""
+
+    @blueprint.before_request
+    def _require_caller() -> None:
+        if request.method == "OPTIONS":
+            return
+        principal = _authenticate(allow_jwt)
+        g.principal = principal
+        _check_path_organization(principal)
+
+
+def require_product(product: str) -> None:
+    """Telecom product gating: 403 when the caller's organization has not enabled ``product``."""
+    from blueprints.organizations.models import Organization
+    from core.db import db
+
+    organization = db.session.get(Organization, current_organization_id())
+    if organization is None or not organization.has_product(product):
+        raise ApiError(
+            403,
+            f"The product {product} is not enabled for this organization",
+            code="product_not_enabled",
+        )
+
+
+def organization_has_product(product: str) -> bool:
+    from blueprints.organizations.models import Organization
+    from core.db import db
+
+    organization = db.session.get(Organization, current_organization_id())
+    return organization is not None and organization.has_product(product)

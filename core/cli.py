@@ -1,0 +1,71 @@
+"""Commands that are not an area's: ``setup``, ``demo seed``, ``serve`` and ``jobs worker``."""
+
+from __future__ import annotations
+
+import os
+
+import click
+from flask import current_app
+from flask.cli import AppGroup
+from flask_migrate import upgrade
+
+from core import demo, jobs
+from core.environments import ENVIRONMENTS, in_environment
+
+demo_cli = AppGroup("demo", help="Demo data.")
+jobs_cli = AppGroup("jobs", help="Background jobs.")
+
+
+def apply_migrations() -> None:
+    app = current_app._get_current_object()  # type: ignore[attr-defined]
+    for environment in ENVIRONMENTS:
+        with in_environment(app, environment):
+            upgrade()
+
+
+@click.command("setup")
+def setup_command() -> None:
+    """Apply the migrations to both stores (idempotent)."""
+    apply_migrations()
+    click.echo("migrations applied to the live and sandbox stores")
+
+
+@demo_cli.command("seed")
+def seed_command() -> None:
+    """Create the demo organization and each area's demo data (idempotent)."""
+    app = current_app._get_current_object()  # type: ignore[attr-defined]
+    lines: list[str] = []
+    for environment in ENVIRONMENTS:
+        with in_environment(app, environment):
+            for part in demo.seeders():
+                lines += part.run(environment) or []
+    click.echo(f"Demo organization: {demo.DEMO_ORGANIZATION_NAME} ({demo.DEMO_ORGANIZATION_ID})")
+    for line in lines:
+        click.echo(f"  {line}")
+
+
+@click.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=5000, show_default=True, type=int)
+@click.option("--debug", is_flag=True)
+def serve_command(host: str, port: int, debug: bool) -> None:
+    """Serve HTTP and Socket.IO (threading mode); in embedded mode also consume the job queue."""
+    from core.realtime import socketio
+
+    app = current_app._get_current_object()  # type: ignore[attr-defined]
+    if app.config.get("JOBS_MODE") == "embedded":
+        jobs.start_embedded_consumer()
+    # Flask refuses app.run() inside its own CLI unless told this is deliberate; this command *is* the runner.
+    os.environ.pop("FLASK_RUN_FROM_CLI", None)
+    click.echo(f"Agent Desk on http://{host}:{port}  (API docs: http://{host}:{port}/docs/)")
+    socketio.run(app, host=host, port=port, debug=debug, use_reloader=False, allow_unsafe_werkzeug=True)
+
+
+@jobs_cli.command("worker")
+@click.option("--workers", default=2, show_default=True, type=int)
+def worker_command(workers: int) -> None:
+    """Consume the job queue in this process (use with REDIS_URL)."""
+    jobs.run_worker(workers)
+
+
+COMMANDS = (setup_command, demo_cli, serve_command, jobs_cli)

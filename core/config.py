@@ -1,0 +1,64 @@
+"""Configuration from environment variables, with embedded defaults that run on a laptop.
+
+Every setting has a default that needs no PostgreSQL and no Redis: both stores are SQLite files under
+``instance/`` and realtime events and jobs stay in-process. Production sets ``DATABASE_URL``,
+``SANDBOX_DATABASE_URL`` and ``REDIS_URL``.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_INSTANCE_PATH = PROJECT_ROOT / "instance"
+
+
+def normalize_database_url(url: str) -> str:
+    """Point plain ``postgresql://`` URLs at psycopg 3, the driver this project installs."""
+    for prefix in ("postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix) :]
+    return url
+
+
+def _persistent_secret(instance_path: Path) -> str:
+    """A random secret kept in ``instance/secret_key`` so sessions and JWTs survive restarts."""
+    path = instance_path / "secret_key"
+    if path.exists():
+        return path.read_text().strip()
+    instance_path.mkdir(parents=True, exist_ok=True)
+    value = secrets.token_urlsafe(48)
+    path.write_text(value)
+    path.chmod(0o600)
+    return value
+
+
+def load_settings(overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Settings shared by both environments; ``overrides`` wins over the environment variables."""
+    overrides = dict(overrides or {})
+    env = os.environ
+    instance_path = Path(overrides.get("INSTANCE_PATH") or env.get("INSTANCE_PATH") or DEFAULT_INSTANCE_PATH)
+    instance_path.mkdir(parents=True, exist_ok=True)
+    settings: dict[str, Any] = {
+        "INSTANCE_PATH": str(instance_path),
+        "DATABASE_URL": env.get("DATABASE_URL") or f"sqlite:///{instance_path / 'agentdesk.db'}",
+        "SANDBOX_DATABASE_URL": env.get("SANDBOX_DATABASE_URL")
+        or f"sqlite:///{instance_path / 'agentdesk-sandbox.db'}",
+        "REDIS_URL": env.get("REDIS_URL") or None,
+        "SECRET_KEY": env.get("SECRET_KEY") or None,
+        # Jobs: "inline" runs a job at once in the caller (tests), "embedded" keeps a SQLite queue under
+        # instance/ consumed by threads of the server process, "redis" uses REDIS_URL.
+        "JOBS_MODE": env.get("JOBS_MODE") or ("redis" if env.get("REDIS_URL") else "embedded"),
+        "JWT_TTL_SECONDS": int(env.get("JWT_TTL_SECONDS", "3600")),
+        "API_KEY_TOUCH_SECONDS": int(env.get("API_KEY_TOUCH_SECONDS", "60")),
+        "SANDBOX_PREFIX": "/sandbox",
+    }
+    settings.update(overrides)
+    if not settings["SECRET_KEY"]:
+        settings["SECRET_KEY"] = _persistent_secret(instance_path)
+    settings["DATABASE_URL"] = normalize_database_url(settings["DATABASE_URL"])
+    settings["SANDBOX_DATABASE_URL"] = normalize_database_url(settings["SANDBOX_DATABASE_URL"])
+    return settings

@@ -1,0 +1,93 @@
+"""The SQLAlchemy base, column helpers shared by every area, and the SQLite connection settings."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from flask_sqlalchemy import SQLAlchemy
+from sqlalchemy import JSON, DateTime, MetaData, Uuid, event
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, registry
+from sqlalchemy.types import TypeDecorator
+
+# Stable constraint names so that Alembic migrations (and SQLite batch mode) can address them.
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Timezone-aware UTC datetimes on every backend (SQLite stores naive values)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to a UTC column")
+        return value.astimezone(UTC)
+
+    def process_result_value(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+
+# JSON documents: JSONB on PostgreSQL (indexable), JSON text elsewhere.
+JSONType = JSON().with_variant(JSONB(), "postgresql")
+
+
+class Base(DeclarativeBase):
+    # One registry carries the metadata and the type map (SQLAlchemy 2.1 refuses a per-base map on the
+    # subclass that Flask-SQLAlchemy derives from this base).
+    registry = registry(
+        metadata=MetaData(naming_convention=NAMING_CONVENTION),
+        type_annotation_map={datetime: UTCDateTime(), uuid.UUID: Uuid(as_uuid=True), dict[str, Any]: JSONType},
+    )
+
+
+db = SQLAlchemy(model_class=Base)
+
+
+class TimestampMixin:
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
+class UUIDPrimaryKeyMixin:
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=uuid.uuid4)
+
+
+def isoformat(value: datetime | None) -> str | None:
+    """ISO 8601 with milliseconds and a Z suffix, the shape every area of the spec returns."""
+    if value is None:
+        return None
+    return value.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@event.listens_for(Engine, "connect")
+def _sqlite_pragmas(dbapi_connection: Any, connection_record: Any) -> None:
+    """WAL lets readers work while one writer commits; SQLite leaves foreign keys off unless asked."""
+    module = type(dbapi_connection).__module__
+    if not module.startswith("sqlite3"):
+        return
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA busy_timeout=5000")
+    cursor.close()

@@ -1,0 +1,211 @@
+"""One error mechanism for the whole service; each area says only how its error body looks.
+
+Views and services raise :class:`ApiError`. The handlers below pick the area from the request path and
+render the body in that area's format (the spec gives CRM, messaging/members and telecom their own),
+so the same rule ("the organization does not match") reads right in every area.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from typing import Any
+
+from flask import Flask, Response, g, jsonify, request
+from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound
+
+log = logging.getLogger(__name__)
+
+ROUTE_NOT_FOUND_BODY = {"error_msg": "404 Route Not Found"}
+
+
+class ApiError(Exception):
+    """An error a client should see: its status, a message naming what is wrong, and optional detail."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str | None = None,
+        *,
+        code: str | None = None,
+        param: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.code = code
+        self.param = param
+        self.headers = headers or {}
+
+
+def not_found(resource: str) -> ApiError:
+    """404 with the CRM's message shape ``No <Resource> found``, readable in every area."""
+    return ApiError(404, f"No {resource} found", code="resource_missing")
+
+
+def status_name(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "Error"
+
+
+@dataclass(frozen=True)
+class ErrorFormat:
+    """How one area writes its errors: default messages per status and the body's shape."""
+
+    name: str
+    render: Callable[[ApiError, str], dict[str, Any]]
+    default_messages: dict[int, str] = field(default_factory=dict)
+
+    def message_for(self, error: ApiError) -> str:
+        return error.message or self.default_messages.get(error.status) or status_name(error.status)
+
+    def body(self, error: ApiError) -> dict[str, Any]:
+        return self.render(error, self.message_for(error))
+
+
+def _crm_body(error: ApiError, message: str) -> dict[str, Any]:
+    return {
+        "statusCode": error.status,
+        "error": {"message": message, "error": status_name(error.status), "statusCode": error.status},
+    }
+
+
+def _plain_body(error: ApiError, message: str) -> dict[str, Any]:
+    return {"statusCode": error.status, "message": message}
+
+
+TELECOM_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    402: "invalid_request_error",
+    403: "permission_error",
+    404: "not_found_error",
+    409: "conflict_error",
+    422: "invalid_request_error",
+    429: "rate_limit_error",
+    424: "carrier_error",
+}
+TELECOM_CODES = {
+    401: "api_key_invalid",
+    403: "permission_denied",
+    404: "resource_missing",
+    429: "rate_limited",
+    500: "internal_error",
+}
+
+
+def _telecom_body(error: ApiError, message: str) -> dict[str, Any]:
+    return {
+        "error": {
+            "type": TELECOM_TYPES.get(error.status, "api_error"),
+            "code": error.code or TELECOM_CODES.get(error.status, "invalid_request"),
+            "message": message,
+            "param": error.param,
+            "request_id": getattr(g, "request_id", None),
+        }
+    }
+
+
+ACCESS_DENIED = "You do not have access to this organization"
+
+CRM = ErrorFormat(
+    "crm",
+    _crm_body,
+    {401: "Invalid API key or JWT", 403: ACCESS_DENIED, 500: "Internal server error"},
+)
+MESSAGING = ErrorFormat(
+    "messaging",
+    _plain_body,
+    {401: "Invalid or expired token", 403: ACCESS_DENIED, 500: "Internal server error"},
+)
+TELECOM = ErrorFormat(
+    "telecom",
+    _telecom_body,
+    {
+        401: "Invalid API key provided",
+        403: "This organization has no access to this resource",
+        500: "Internal server error",
+    },
+)
+
+# Path prefix -> format. Longest prefix wins; areas bind their prefixes when their package is imported.
+_FORMATS_BY_PREFIX: dict[str, ErrorFormat] = {}
+
+
+def bind_area(prefix: str, error_format: ErrorFormat) -> None:
+    _FORMATS_BY_PREFIX[prefix] = error_format
+
+
+def format_for_path(path: str) -> ErrorFormat | None:
+    for prefix in sorted(_FORMATS_BY_PREFIX, key=len, reverse=True):
+        if path == prefix.rstrip("/") or path.startswith(prefix):
+            return _FORMATS_BY_PREFIX[prefix]
+    return None
+
+
+def error_response(error: ApiError) -> Response:
+    error_format = format_for_path(request.path) or MESSAGING
+    response = jsonify(error_format.body(error))
+    response.status_code = error.status
+    for name, value in error.headers.items():
+        response.headers[name] = value
+    return response
+
+
+def route_not_found() -> Response:
+    response = jsonify(ROUTE_NOT_FOUND_BODY)
+    response.status_code = 404
+    return response
+
+
+def _handle_api_error(error: ApiError) -> Response:
+    _rollback()
+    return error_response(error)
+
+
+def _handle_http_exception(error: HTTPException) -> Response | HTTPException:
+    # No rule matched the path, or the path exists without this method: the route is not published.
+    if request.url_rule is None and isinstance(error, NotFound | MethodNotAllowed):
+        return route_not_found()
+    if format_for_path(request.path) is None:
+        return error
+    return error_response(ApiError(error.code or 500, error.description if error.code != 404 else None))
+
+
+def _handle_unexpected(error: Exception) -> Response:
+    log.exception("unhandled error on %s %s", request.method, request.path)
+    _rollback()
+    return error_response(ApiError(500))
+
+
+def _rollback() -> None:
+    from core.db import db
+
+    try:
+        db.session.rollback()
+    except Exception:  # the session may be unusable; the request is failing anyway
+        log.exception("rollback after error failed")
+
+
+def _assign_request_id() -> None:
+    g.request_id = request.headers.get("X-Request-Id") or f"req_{uuid.uuid4().hex[:24]}"
+
+
+def _echo_request_id(response: Response) -> Response:
+    if rid := getattr(g, "request_id", None):
+        response.headers["X-Request-Id"] = rid
+    return response
+
+
+def init_app(app: Flask) -> None:
+    app.register_error_handler(ApiError, _handle_api_error)
+    app.register_error_handler(HTTPException, _handle_http_exception)
+    app.register_error_handler(Exception, _handle_unexpected)
+    app.before_request(_assign_request_id)
+    app.after_request(_echo_request_id)

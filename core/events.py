@@ -1,0 +1,91 @@
+"""Domain events: published by services, delivered only after the transaction commits.
+
+A service calls :func:`publish` while it works; the event waits in the SQLAlchemy session and goes out
+in ``after_commit`` (to the organization's Socket.IO room and to in-process subscribers such as webhook
+dispatchers). A rollback drops it, so nobody hears of a change that did not happen.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.orm import Session
+
+from core.db import db, isoformat, utcnow
+from core.environments import current_environment
+
+log = logging.getLogger(__name__)
+
+_PENDING = "agentdesk.pending_events"
+
+
+@dataclass(frozen=True)
+class DomainEvent:
+    name: str
+    organization_id: str
+    environment: str
+    data: dict[str, Any]
+    id: str = field(default_factory=lambda: f"evt_{uuid.uuid4().hex}")
+    occurred_at: str = field(default_factory=lambda: isoformat(utcnow()) or "")
+
+    def as_message(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "type": self.name,
+            "organization_id": self.organization_id,
+            "occurred_at": self.occurred_at,
+            "data": self.data,
+        }
+
+
+Subscriber = Callable[[DomainEvent], None]
+_subscribers: dict[str, list[Subscriber]] = defaultdict(list)
+_sinks: list[Subscriber] = []
+
+
+def subscribe(name: str, handler: Subscriber) -> None:
+    """Call ``handler`` after commit for every event called ``name`` (``*`` for all)."""
+    if handler not in _subscribers[name]:
+        _subscribers[name].append(handler)
+
+
+def add_sink(handler: Subscriber) -> None:
+    """A transport that receives every event (the Socket.IO bridge registers itself here)."""
+    if handler not in _sinks:
+        _sinks.append(handler)
+
+
+def room_for(environment: str, organization_id: str | uuid.UUID) -> str:
+    return f"{environment}:org:{organization_id}"
+
+
+def publish(name: str, organization_id: str | uuid.UUID, data: dict[str, Any]) -> DomainEvent:
+    domain_event = DomainEvent(name, str(organization_id), current_environment(), data)
+    db.session.info.setdefault(_PENDING, []).append(domain_event)
+    return domain_event
+
+
+def _deliver(domain_event: DomainEvent) -> None:
+    for handler in [*_sinks, *_subscribers.get(domain_event.name, ()), *_subscribers.get("*", ())]:
+        try:
+            handler(domain_event)
+        except Exception:  # one failing listener must not hide the event from the others
+            log.exception("event handler %r failed for %s", handler, domain_event.name)
+
+
+@event.listens_for(Session, "after_commit")
+def _after_commit(session: Session) -> None:
+    pending = session.info.pop(_PENDING, None)
+    for domain_event in pending or ():
+        _deliver(domain_event)
+
+
+@event.listens_for(Session, "after_soft_rollback")
+def _after_rollback(session: Session, previous_transaction: Any) -> None:
+    session.info.pop(_PENDING, None)

@@ -1,0 +1,122 @@
+"""Background jobs on Huey: SQLite storage under ``instance/`` by default, Redis in production, inline in
+tests.
+
+Areas declare jobs with :func:`job`; callers enqueue with ``some_job.enqueue(...)``. A job always runs in
+the application context of the environment (live or sandbox) that enqueued it, so it reads the right store.
+In the embedded mode the server process consumes the queue in two worker threads (``flask serve``);
+with Redis, run ``flask --app app jobs worker`` as its own process.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from flask import Flask, current_app
+from huey import Huey, MemoryHuey, RedisHuey, SqliteHuey
+from huey.consumer import Consumer
+
+from core.environments import current_environment, in_environment
+
+log = logging.getLogger(__name__)
+
+_huey: Huey | None = None
+_app: Flask | None = None
+_registry: dict[str, Job] = {}
+
+
+class Job:
+    def __init__(self, fn: Callable[..., Any], retries: int, retry_delay: int) -> None:
+        self.fn = fn
+        self.name = f"{fn.__module__}.{fn.__qualname__}"
+        self.retries = retries
+        self.retry_delay = retry_delay
+        self._task: Any = None
+
+    def bind(self, huey: Huey) -> None:
+        fn = self.fn
+
+        def run_in_environment(environment: str, *args: Any, **kwargs: Any) -> Any:
+            if _app is None:
+                raise RuntimeError("jobs are not configured: create_app() first")
+            with in_environment(_app, environment):
+                return fn(*args, **kwargs)
+
+        run_in_environment.__name__ = self.name.replace(".", "__")
+        self._task = huey.task(retries=self.retries, retry_delay=self.retry_delay, name=self.name)(
+            run_in_environment
+        )
+
+    def enqueue(self, *args: Any, **kwargs: Any) -> Any:
+        if self._task is None:
+            raise RuntimeError(f"job {self.name} enqueued before jobs.init_app()")
+        return self._task(current_environment(), *args, **kwargs)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(*args, **kwargs)
+
+
+def job(retries: int = 3, retry_delay: int = 10) -> Callable[[Callable[..., Any]], Job]:
+    def decorator(fn: Callable[..., Any]) -> Job:
+        declared = Job(fn, retries, retry_delay)
+        _registry[declared.name] = declared
+        if _huey is not None:
+            declared.bind(_huey)
+        return declared
+
+    return decorator
+
+
+def _make_huey(app: Flask) -> Huey:
+    mode = app.config.get("JOBS_MODE", "embedded")
+    if mode == "inline":
+        return MemoryHuey("agentdesk", immediate=True)
+    if mode == "redis":
+        return RedisHuey("agentdesk", url=app.config["REDIS_URL"])
+    path = Path(app.config["INSTANCE_PATH"]) / "jobs.db"
+    return SqliteHuey("agentdesk", filename=str(path))
+
+
+def init_app(app: Flask) -> None:
+    """Bind every declared job to the queue chosen by ``JOBS_MODE`` (inline, embedded or redis)."""
+    global _huey, _app
+    _app = app
+    _huey = _make_huey(app)
+    for declared in _registry.values():
+        declared.bind(_huey)
+    app.extensions["agentdesk.huey"] = _huey
+
+
+def queue() -> Huey:
+    if _huey is None:
+        raise RuntimeError("jobs.init_app() has not run")
+    return _huey
+
+
+class _ThreadConsumer(Consumer):
+    """A consumer that lives inside the web server process: no signal handlers of its own."""
+
+    def _set_signal_handlers(self) -> None:
+        return None
+
+
+def start_embedded_consumer(workers: int = 2) -> Consumer | None:
+    huey = queue()
+    if huey.immediate:
+        return None
+    consumer = _ThreadConsumer(huey, workers=workers, worker_type="thread")
+    consumer.start()
+    log.info("job consumer started with %d threads", workers)
+    return consumer
+
+
+def run_worker(workers: int) -> None:
+    """Blocking consumer for a separate worker process (Redis mode)."""
+    consumer = queue().create_consumer(workers=workers, worker_type="thread")
+    consumer.run()
+
+
+def current_mode() -> str:
+    return str(current_app.config.get("JOBS_MODE"))

@@ -1,0 +1,87 @@
+"""Socket.IO: one server on the outer application, shared by both environments.
+
+Clients join their organization's room on connect. Browser clients of the desk are identified by their
+login session (added with the desk pages); API clients pass ``auth={"api_key": "sk_..."}`` or the
+``X-API-Key`` header. Domain events reach the room through :mod:`core.events`.
+
+With ``REDIS_URL`` set, the server uses Redis as its message queue so that several processes (and job
+workers) reach every connected client.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from flask import Flask, current_app, request
+from flask_socketio import SocketIO, join_room
+
+from core.environments import ENVIRONMENTS, in_environment
+from core.events import DomainEvent, add_sink, room_for
+
+log = logging.getLogger(__name__)
+
+socketio = SocketIO()
+CHANNEL = "agentdesk-socketio"
+
+
+def init_app(app: Flask) -> None:
+    queue = None if app.config.get("SOCKETIO_DISABLE_QUEUE") else app.config.get("REDIS_URL")
+    socketio.init_app(
+        app,
+        async_mode="threading",
+        message_queue=queue,
+        channel=app.config.get("SOCKETIO_CHANNEL", CHANNEL),
+        cors_allowed_origins=app.config.get("SOCKETIO_CORS_ORIGINS"),
+        logger=False,
+        engineio_logger=False,
+    )
+    add_sink(_emit_domain_event)
+
+
+def _emit_domain_event(domain_event: DomainEvent) -> None:
+    socketio.emit(
+        domain_event.name,
+        domain_event.as_message(),
+        to=room_for(domain_event.environment, domain_event.organization_id),
+    )
+
+
+def _resolve_key_any_environment(api_key: str) -> tuple[str, str] | None:
+    """(environment, organization id) for a key; the key's recorded environment decides."""
+    from blueprints.organizations.services import resolve_api_key
+
+    for environment in ENVIRONMENTS:
+        with in_environment(current_app._get_current_object(), environment):  # type: ignore[attr-defined]
+            resolved = resolve_api_key(api_key, environment)
+            if resolved:
+                return environment, str(resolved[1].id)
+    return None
+
+
+@socketio.on("connect")
+def _on_connect(auth: dict[str, Any] | None = None) -> bool:
+    api_key = (auth or {}).get("api_key") or request.headers.get("X-API-Key", "")
+    if api_key:
+        resolved = _resolve_key_any_environment(api_key)
+        if resolved is None:
+            return False
+        environment, organization_id = resolved
+        join_room(room_for(environment, organization_id))
+        return True
+    for authenticate in _connection_authenticators:
+        rooms = authenticate(auth or {})
+        if rooms:
+            for room in rooms:
+                join_room(room)
+            return True
+    return False
+
+
+# The desk pages add a session-based authenticator: a callable returning the rooms to join, or None.
+_connection_authenticators: list[Any] = []
+
+
+def add_connection_authenticator(authenticator: Any) -> None:
+    if authenticator not in _connection_authenticators:
+        _connection_authenticators.append(authenticator)

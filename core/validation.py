@@ -1,0 +1,53 @@
+"""Glue between pydantic (via flask-openapi3) and the area error formats.
+
+Request models subclass :class:`RequestModel`. A failed validation becomes a 400 whose message names the
+field (``name: Field required``), rendered in the format of the area the request was for.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Response
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from core.errors import ApiError, error_response
+
+
+class RequestModel(BaseModel):
+    """Base of every request body and query model."""
+
+    model_config = ConfigDict(str_strip_whitespace=True, extra="ignore")
+
+    def sent_fields(self) -> dict[str, Any]:
+        """Only the fields the client actually sent: PATCH semantics."""
+        return self.model_dump(exclude_unset=True)
+
+
+def describe_validation_error(error: ValidationError) -> tuple[str, str | None]:
+    """One readable sentence for the first problem, and the dotted name of the field it concerns."""
+    problems = error.errors(include_url=False)
+    if not problems:
+        return "Invalid request", None
+    first = problems[0]
+    location = ".".join(str(part) for part in first.get("loc", ()) if part != "__root__")
+    message = first.get("msg", "Invalid value")
+    if first.get("type") in ("model_type", "dict_type") and not location:
+        return "Request body must be a JSON object", None
+    if message.startswith("Value error, "):
+        message = message[len("Value error, ") :]
+    if len(problems) > 1:
+        others = sorted(
+            {".".join(str(p) for p in item.get("loc", ())) for item in problems[1:]} - {location, ""}
+        )
+        suffix = f" (also invalid: {', '.join(others)})" if others else ""
+    else:
+        suffix = ""
+    if location:
+        return f"{location}: {message}{suffix}", location
+    return f"{message}{suffix}", None
+
+
+def validation_error_response(error: ValidationError) -> Response:
+    message, field = describe_validation_error(error)
+    return error_response(ApiError(400, message, code="parameter_invalid", param=field))

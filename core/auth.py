@@ -18,6 +18,10 @@ from datetime import timedelta
 
 from flask import Blueprint, current_app, g, request
 
+# Tenancy is the organizations area's model; auth only reads it.
+from blueprints.organizations.models import Organization
+from blueprints.organizations.services import resolve_api_key
+from core.db import db
 from core.environments import current_environment
 from core.errors import ApiError
 from core.tokens import InvalidToken, decode_token
@@ -46,10 +50,6 @@ def current_organization_id() -> uuid.UUID:
 
 
 def _authenticate(allow_jwt: bool) -> Principal:
-    from blueprints.organizations.models import Organization
-    from blueprints.organizations.services import resolve_api_key
-    from core.db import db
-
     environment = current_environment()
     authorization = request.headers.get("Authorization", "")
     if authorization:
@@ -105,9 +105,6 @@ def protect(blueprint: Blueprint, *, allow_jwt: bool = False) -> None:
 
 def require_product(product: str) -> None:
     """Telecom product gating: 403 when the caller's organization has not enabled ``product``."""
-    from blueprints.organizations.models import Organization
-    from core.db import db
-
     organization = db.session.get(Organization, current_organization_id())
     if organization is None or not organization.has_product(product):
         raise ApiError(
@@ -118,8 +115,5 @@ def require_product(product: str) -> None:
 
 
 def organization_has_product(product: str) -> bool:
-    from blueprints.organizations.models import Organization
-    from core.db import db
-
     organization = db.session.get(Organization, current_organization_id())
     return organization is not None and organization.has_product(product)

@@ -6,7 +6,7 @@ import os
 
 import click
 from flask import current_app
-from flask.cli import AppGroup
+from flask.cli import AppGroup, with_appcontext
 from flask_migrate import upgrade
 
 from core import demo, jobs
@@ -24,6 +24,7 @@ def apply_migrations() -> None:
 
 
 @click.command("setup")
+@with_appcontext
 def setup_command() -> None:
     """Apply the migrations to both stores (idempotent)."""
     apply_migrations()
@@ -45,6 +46,7 @@ def seed_command() -> None:
 
 
 @click.command("serve")
+@with_appcontext
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=5000, show_default=True, type=int)
 @click.option("--debug", is_flag=True)

@@ -57,7 +57,11 @@ class Base(DeclarativeBase):
     # subclass that Flask-SQLAlchemy derives from this base).
     registry = registry(
         metadata=MetaData(naming_convention=NAMING_CONVENTION),
-        type_annotation_map={datetime: UTCDateTime(), uuid.UUID: Uuid(as_uuid=True), dict[str, Any]: JSONType},
+        type_annotation_map={
+            datetime: UTCDateTime(),
+            uuid.UUID: Uuid(as_uuid=True),
+            dict[str, Any]: JSONType,
+        },
     )
 
 

@@ -134,12 +134,16 @@ TELECOM = ErrorFormat(
     },
 )
 
-# Path prefix -> format. Longest prefix wins; areas bind their prefixes when their package is imported.
-_FORMATS_BY_PREFIX: dict[str, ErrorFormat] = {}
-
-
-def bind_area(prefix: str, error_format: ErrorFormat) -> None:
-    _FORMATS_BY_PREFIX[prefix] = error_format
+# Path prefix -> format, as the spec assigns them. Longest prefix wins. Paths outside every area (desk
+# pages, docs) keep Flask's own error pages.
+_FORMATS_BY_PREFIX: dict[str, ErrorFormat] = {
+    "/v1/crm/": CRM,
+    "/v2/messages/": MESSAGING,
+    "/v1/members/": MESSAGING,
+    "/v2/voice/": MESSAGING,
+    "/v1/organizations": MESSAGING,
+    "/v1/partner/": TELECOM,
+}
 
 
 def format_for_path(path: str) -> ErrorFormat | None:

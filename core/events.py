@@ -67,7 +67,11 @@ def room_for(environment: str, organization_id: str | uuid.UUID) -> str:
 
 def publish(name: str, organization_id: str | uuid.UUID, data: dict[str, Any]) -> DomainEvent:
     domain_event = DomainEvent(name, str(organization_id), current_environment(), data)
-    db.session.info.setdefault(_PENDING, []).append(domain_event)
+    session = db.session()
+    if not session.in_transaction():
+        # Tie the event to a transaction even when no row changed yet, so a rollback discards it.
+        session.begin()
+    session.info.setdefault(_PENDING, []).append(domain_event)
     return domain_event
 
 

@@ -60,8 +60,6 @@ def paginate(statement: Select[Any], *, offset: int, limit: int, scalars: bool =
     window = statement.offset(offset).limit(limit)
     result = db.session.execute(window)
     items = list(result.scalars()) if scalars else list(result)
-    if offset == 0 and len(items) < limit:
-        total = len(items)  # the whole result fits in the first page: no count query needed
-    else:
-        total = count_of(statement)
+    # A short page already tells the total: no count query needed.
+    total = offset + len(items) if len(items) < limit and (items or offset == 0) else count_of(statement)
     return Page(items, total)

@@ -7,11 +7,9 @@ from flask_openapi3 import APIBlueprint
 from blueprints.organizations import services
 from blueprints.organizations.schemas import OrganizationList, OrganizationOut
 from core import auth
-from core.errors import MESSAGING, bind_area
 from core.openapi import API_KEY_ONLY, TAG_ORGANIZATIONS, PlainError, error_responses
 
 PREFIX = "/v1/organizations"
-bind_area(PREFIX, MESSAGING)
 
 api = APIBlueprint(
     "organizations_api",

@@ -47,7 +47,9 @@ def create_org(name: str, products: str, as_json: bool) -> None:
         for environment in ENVIRONMENTS:
             with in_environment(app, environment):
                 organization = services.create_organization(name, products_chosen, organization_id)
-                keys[environment] = services.issue_api_key(organization, environment, name="default").plaintext
+                keys[environment] = services.issue_api_key(
+                    organization, environment, name="default"
+                ).plaintext
     except ApiError as error:
         _fail(error.message or "invalid input")
     result = {
@@ -89,7 +91,9 @@ def list_orgs(as_json: bool) -> None:
 @click.option("--name", default=None)
 @click.option("--expires-at", default=None, help="ISO 8601 datetime after which the key stops working.")
 @click.option("--json", "as_json", is_flag=True)
-def create_key(org_id: str, environment: str, name: str | None, expires_at: str | None, as_json: bool) -> None:
+def create_key(
+    org_id: str, environment: str, name: str | None, expires_at: str | None, as_json: bool
+) -> None:
     app = current_app._get_current_object()  # type: ignore[attr-defined]
     organization_id = _parse_uuid(org_id, "--org")
     expiry = None
@@ -156,7 +160,9 @@ def list_keys(org_id: str, as_json: bool) -> None:
     else:
         for row in rows:
             state = "active" if row["active"] else "revoked"
-            click.echo(f"{row['prefix']}…  {row['environment']:<8} {state:<8} last used {row['last_used_at']}")
+            click.echo(
+                f"{row['prefix']}…  {row['environment']:<8} {state:<8} last used {row['last_used_at']}"
+            )
 
 
 @tokens_cli.command("issue")

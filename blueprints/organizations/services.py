@@ -45,7 +45,9 @@ def create_organization(
     name = name.strip()
     if not name:
         raise ApiError(400, "name: must not be empty")
-    organization = Organization(id=organization_id or uuid.uuid4(), name=name, products=normalize_products(products))
+    organization = Organization(
+        id=organization_id or uuid.uuid4(), name=name, products=normalize_products(products)
+    )
     db.session.add(organization)
     db.session.commit()
     return organization

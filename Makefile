@@ -1,0 +1,47 @@
+# The README's two commands: `make run` and `make test`. Everything else is a helper.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+BIN    := $(VENV)/bin
+FLASK  := $(BIN)/flask --app app
+HOST   ?= 127.0.0.1
+PORT   ?= 5000
+PYTEST_ARGS ?=
+
+.PHONY: run test lint bench setup seed clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+# Re-install whenever the dependency list changes.
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@ $(VENV)/.installed
+
+setup: $(VENV)/.installed
+	$(FLASK) setup
+
+seed: setup
+	$(FLASK) demo seed
+
+## Serve the whole product with demo data on http://$(HOST):$(PORT)
+run: seed
+	$(FLASK) serve --host $(HOST) --port $(PORT)
+
+## Install what the tests need and run them (SQLite; set TEST_DATABASE_URL for PostgreSQL)
+test: $(VENV)/.installed-dev
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+lint: $(VENV)/.installed-dev
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+bench: $(VENV)/.installed-dev
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf $(VENV) instance

@@ -1,0 +1,133 @@
+"""Fixtures every test can use: the app with both environments, clients, organizations, query counting."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient, FlaskCliRunner
+from sqlalchemy import text
+
+from app import create_app
+from core.db import db
+from core.environments import ENVIRONMENTS, SANDBOX, environment_app
+from tests.support.queries import QueryCounter, count_queries
+from tests.support.stores import Stores, make_stores
+
+TEST_SECRET = "test-secret-key-not-for-production-0123456789"
+
+
+@pytest.fixture(scope="session")
+def stores(tmp_path_factory: pytest.TempPathFactory) -> Stores:
+    stores = make_stores(tmp_path_factory.mktemp("stores"))
+    app = create_app(_config(stores, tmp_path_factory.mktemp("instance")))
+    app.test_cli_runner().invoke(args=["setup"], catch_exceptions=False)
+    return stores
+
+
+def _config(stores: Stores, instance: Path) -> dict[str, Any]:
+    return {
+        "TESTING": True,
+        "INSTANCE_PATH": str(instance),
+        "DATABASE_URL": stores.live_url,
+        "SANDBOX_DATABASE_URL": stores.sandbox_url,
+        "SECRET_KEY": TEST_SECRET,
+        "JOBS_MODE": "inline",
+        "REDIS_URL": None,
+        "API_KEY_TOUCH_SECONDS": 0,
+    }
+
+
+@pytest.fixture
+def app_config(stores: Stores, tmp_path: Path) -> dict[str, Any]:
+    """Override in a module to change settings before the app is built."""
+    return _config(stores, tmp_path)
+
+
+@pytest.fixture
+def app(app_config: dict[str, Any]) -> Iterator[Flask]:
+    application = create_app(app_config)
+    yield application
+    _empty_stores(application)
+
+
+def _empty_stores(application: Flask) -> None:
+    for environment in ENVIRONMENTS:
+        target = environment_app(application, environment)
+        with target.app_context():
+            db.session.remove()
+            tables = [t for t in reversed(db.metadata.sorted_tables)]
+            with db.engine.begin() as connection:
+                if connection.dialect.name == "postgresql":
+                    names = ", ".join(f'"{t.name}"' for t in tables)
+                    connection.execute(text(f"TRUNCATE {names} RESTART IDENTITY CASCADE"))
+                else:
+                    for table in tables:
+                        connection.execute(table.delete())
+            db.engine.dispose()
+
+
+@pytest.fixture
+def sandbox_app(app: Flask) -> Flask:
+    return environment_app(app, SANDBOX)
+
+
+@pytest.fixture
+def client(app: Flask) -> FlaskClient:
+    return app.test_client()
+
+
+@pytest.fixture
+def runner(app: Flask) -> FlaskCliRunner:
+    return app.test_cli_runner()
+
+
+@dataclass(frozen=True)
+class Org:
+    id: str
+    name: str
+    products: list[str]
+    live_key: str
+    sandbox_key: str
+
+    def headers(self, environment: str = "live") -> dict[str, str]:
+        return {"X-API-Key": self.live_key if environment == "live" else self.sandbox_key}
+
+
+@pytest.fixture
+def make_org(runner: FlaskCliRunner) -> Callable[..., Org]:
+    """Create an organization through the real CLI, as a person would."""
+
+    def _make(name: str | None = None, products: str = "SIM,ESIM,TRAVEL_ESIM") -> Org:
+        name = name or f"Org {uuid.uuid4().hex[:6]}"
+        result = runner.invoke(args=["orgs", "create", "--name", name, "--products", products, "--json"])
+        assert result.exit_code == 0, result.output
+        data = json.loads(result.output)
+        return Org(data["organization_id"], data["name"], data["products"], *data["api_keys"].values())
+
+    return _make
+
+
+@pytest.fixture
+def org(make_org: Callable[..., Org]) -> Org:
+    return make_org("Acme")
+
+
+@pytest.fixture
+def other_org(make_org: Callable[..., Org]) -> Org:
+    return make_org("Globex")
+
+
+@pytest.fixture
+def queries() -> Callable[[], Any]:
+    """``with queries() as counted: ...; assert counted.count <= N``"""
+    return count_queries
+
+
+__all__ = ["Org", "QueryCounter"]

@@ -8,7 +8,9 @@ dispatcher and carries the Socket.IO server and the CLI.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import logging
+from types import ModuleType
 from typing import Any
 
 from flask import Flask, Response, jsonify, redirect
@@ -23,11 +25,24 @@ from core.environments import LIVE, SANDBOX, link_environments
 from core.openapi import INFO, SECURITY_SCHEMES
 from core.validation import validation_error_response
 
-# Each area package exposes init_app(app); add new areas here, in dependency order.
-AREAS = ("blueprints.organizations",)
-# Modules imported for their side effects (demo seeders, CLI groups).
-DEMO_MODULES = ("blueprints.organizations.demo",)
-CLI_MODULES = ("core.cli", "blueprints.organizations.cli")
+BLUEPRINTS_DIR = PROJECT_ROOT / "blueprints"
+# Areas that others build on come first; the rest follow in alphabetical order.
+FIRST_AREAS = ("organizations",)
+
+
+def discover_areas() -> list[str]:
+    """Every package under ``blueprints/`` is an area: ``init_app(app)`` in its ``__init__``, and by
+    convention ``demo.py`` (demo seeders) and ``cli.py`` (a ``COMMANDS`` tuple). Adding an area never
+    means editing this file."""
+    names = sorted(p.parent.name for p in BLUEPRINTS_DIR.glob("*/__init__.py"))
+    return [*[n for n in FIRST_AREAS if n in names], *[n for n in names if n not in FIRST_AREAS]]
+
+
+def _optional_module(name: str) -> ModuleType | None:
+    if importlib.util.find_spec(name) is None:
+        return None
+    return importlib.import_module(name)
+
 
 migrate = Migrate()
 
@@ -55,10 +70,9 @@ def _build(settings: dict[str, Any], environment: str) -> OpenAPI:
     db.init_app(app)
     migrate.init_app(app, db, directory=str(PROJECT_ROOT / "migrations"), render_as_batch=True)
     errors.init_app(app)
-    for area in AREAS:
-        importlib.import_module(area).init_app(app)
-    for module in DEMO_MODULES:
-        importlib.import_module(module)
+    for area in discover_areas():
+        importlib.import_module(f"blueprints.{area}").init_app(app)
+        _optional_module(f"blueprints.{area}.demo")
 
     @app.get("/openapi.json", doc_ui=False)
     def openapi_document() -> Response:
@@ -79,8 +93,10 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     )
     realtime.init_app(live)
     jobs.init_app(live)
-    for module in CLI_MODULES:
-        for command in importlib.import_module(module).COMMANDS:
+    cli_modules = [importlib.import_module("core.cli")]
+    cli_modules += [m for a in discover_areas() if (m := _optional_module(f"blueprints.{a}.cli"))]
+    for module in cli_modules:
+        for command in module.COMMANDS:
             live.cli.add_command(command)
 
     @live.get("/", doc_ui=False)

@@ -20,7 +20,7 @@ def apply_migrations() -> None:
     app = current_app._get_current_object()  # type: ignore[attr-defined]
     for environment in ENVIRONMENTS:
         with in_environment(app, environment):
-            upgrade()
+            upgrade(revision="heads")  # each area may keep its own migration branch
 
 
 @click.command("setup")

@@ -1,0 +1,20 @@
+"""Run every benchmark: ``python -m bench [name ...]``."""
+
+from __future__ import annotations
+
+import sys
+
+from bench import api_auth
+
+BENCHMARKS = {"api_auth": api_auth.main}
+
+
+def main(argv: list[str]) -> None:
+    names = argv or list(BENCHMARKS)
+    for name in names:
+        print(f"== {name}")
+        BENCHMARKS[name]()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -85,3 +85,23 @@ _connection_authenticators: list[Any] = []
 def add_connection_authenticator(authenticator: Any) -> None:
     if authenticator not in _connection_authenticators:
         _connection_authenticators.append(authenticator)
+
+
+# Areas that track connections (member presence) hear of each disconnect: ``handler(sid)``, called in the
+# outer app's request context of the Socket.IO connection that ended.
+_disconnect_handlers: list[Any] = []
+
+
+def add_disconnect_handler(handler: Any) -> None:
+    if handler not in _disconnect_handlers:
+        _disconnect_handlers.append(handler)
+
+
+@socketio.on("disconnect")
+def _on_disconnect(*_reason: Any) -> None:
+    sid = getattr(request, "sid", None)
+    for handler in _disconnect_handlers:
+        try:
+            handler(sid)
+        except Exception:  # one failing handler must not keep the others from cleaning up
+            log.exception("disconnect handler %r failed", handler)

@@ -1,0 +1,14 @@
+"""People of the desk: members (human and AI), login users, teams, presence with history and
+statistics, unavailability reasons, AI agents and their configuration. See docs/members.md."""
+
+from flask import Flask
+
+
+def init_app(app: Flask) -> None:
+    from blueprints.members import realtime
+    from blueprints.members.api import api
+    from blueprints.members.messaging_api import api as messaging_api
+
+    app.register_api(api)  # type: ignore[attr-defined]
+    app.register_api(messaging_api)  # type: ignore[attr-defined]
+    realtime.install()

@@ -1,0 +1,301 @@
+"""AI agents: the list and detail views, and each agent's configuration with its versions.
+
+Every change of a configuration (create, replace, update, restore) stores a version: the full snapshot
+after the change (what a restore puts back) and a diff against the previous one (what a supervisor
+reads), with who made it and when. A restore is itself a new version, so nothing is ever lost.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import func, select
+
+from blueprints.members.models import AgentConfig, AgentConfigVersion, Member, Team
+from blueprints.members.schemas import CHAT_DEFAULTS
+from blueprints.members.services import hooks, teams
+from blueprints.members.services.members import find_member, get_member, members_by_ids
+from core.db import db
+from core.errors import ApiError, not_found
+from core.events import publish
+from core.pagination import Page, paginate
+
+CONFIG_FIELDS = (
+    "sections",
+    "tools",
+    "voice",
+    "agent_type",
+    "business_category",
+    "notifications",
+    "call_transfers",
+)
+# Summary "status": what a customer-facing list calls an agent's presence.
+AGENT_STATUS = {"online": "available", "busy": "busy", "away": "away", "offline": "unavailable"}
+
+
+@dataclass(frozen=True)
+class AgentView:
+    member: Member
+    config: AgentConfig | None
+    teams: list[Team]
+    connections: list[str]
+
+
+def _escape_like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def list_agents(
+    organization_id: uuid.UUID,
+    *,
+    search: str | None,
+    category: str | None,
+    sort: str,
+    order: str,
+    offset: int,
+    limit: int,
+) -> Page[AgentView]:
+    """One query for the page (agents with their configuration), one for the total when needed, one
+    for the teams of the page and one call of the connections provider."""
+    statement = (
+        select(Member, AgentConfig)
+        .outerjoin(AgentConfig, AgentConfig.member_pk == Member.pk)
+        .where(Member.organization_id == organization_id, Member.ai.is_(True))
+    )
+    if search:
+        statement = statement.where(
+            func.lower(Member.name).like(f"%{_escape_like(search.lower())}%", escape="\\")
+        )
+    if category:
+        statement = statement.where(func.lower(AgentConfig.business_category) == category.lower())
+    column = Member.name if sort == "name" else Member.created_at
+    direction = column.desc() if order == "desc" else column.asc()
+    statement = statement.order_by(direction, Member.id.desc() if order == "desc" else Member.id.asc())
+    page = paginate(statement, offset=offset, limit=limit, scalars=False)
+    memberships = teams.teams_of([member.pk for member, _ in page.items])
+    channels = hooks.connections(organization_id) if page.items else []
+    views = [
+        AgentView(member, config, memberships.get(member.pk, []), channels) for member, config in page.items
+    ]
+    return Page(views, page.total)
+
+
+def get_agent(organization_id: uuid.UUID, agent_id: str) -> AgentView:
+    member = find_member(organization_id, agent_id)
+    if member is None or not member.ai:
+        raise not_found("AI agent")
+    config = _config_of(member)
+    return AgentView(
+        member, config, teams.teams_of([member.pk]).get(member.pk, []), hooks.connections(organization_id)
+    )
+
+
+def _config_of(member: Member) -> AgentConfig | None:
+    return db.session.scalar(select(AgentConfig).where(AgentConfig.member_pk == member.pk))
+
+
+def _agent_member(organization_id: uuid.UUID, agent_id: str) -> Member:
+    member = get_member(organization_id, agent_id)
+    if not member.ai:
+        raise ApiError(400, f"Member {agent_id} is not an AI agent: only AI agents have a configuration")
+    return member
+
+
+def get_config(organization_id: uuid.UUID, agent_id: str) -> AgentConfig:
+    config = _config_of(_agent_member(organization_id, agent_id))
+    if config is None:
+        raise not_found("Agent configuration")
+    return config
+
+
+def snapshot(config: AgentConfig) -> dict[str, Any]:
+    return {
+        "sections": dict(config.sections or {}),
+        "tools": dict(config.tools or {}),
+        "voice": config.voice,
+        "agent_type": config.agent_type,
+        "business_category": config.business_category,
+        "notifications": dict(config.notifications or {}),
+        "call_transfers": list(config.call_transfers or []),
+    }
+
+
+def effective_sections(sections: dict[str, Any]) -> dict[str, Any]:
+    """Sections as read: ``chat`` always present, with the defaults for what was not set."""
+    return {**sections, "chat": {**CHAT_DEFAULTS, **(sections.get("chat") or {})}}
+
+
+def diff(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """Changed fields as ``{field: {"from": old, "to": new}}``; dictionaries (sections, tools,
+    notifications) per key, e.g. ``sections.identity``."""
+    changes: dict[str, Any] = {}
+    for name in CONFIG_FIELDS:
+        old, new = before.get(name), after.get(name)
+        if name in ("sections", "tools", "notifications"):
+            old, new = old or {}, new or {}
+            for key in sorted(set(old) | set(new)):
+                if old.get(key) != new.get(key):
+                    changes[f"{name}.{key}"] = {"from": old.get(key), "to": new.get(key)}
+        elif old != new:
+            changes[name] = {"from": old, "to": new}
+    return changes
+
+
+def _validate_targets(organization_id: uuid.UUID, transfers: list[dict[str, Any]]) -> None:
+    """Member targets of call transfers must be members of the organization (one query)."""
+    member_ids = [t["target"] for t in transfers if not t["target"].startswith("+")]
+    known = members_by_ids(organization_id, member_ids)
+    for index, transfer in enumerate(transfers):
+        if not transfer["target"].startswith("+") and transfer["target"] not in known:
+            raise ApiError(400, f"call_transfers.{index}.target: no member with id {transfer['target']!r}")
+
+
+def _clean(values: dict[str, Any] | None) -> dict[str, Any]:
+    """Drop keys sent as null (and null targets inside a notification)."""
+    return {
+        k: {tk: tv for tk, tv in v.items() if tv is not None} if isinstance(v, dict) else v
+        for k, v in (values or {}).items()
+        if v is not None
+    }
+
+
+def _record(
+    config: AgentConfig,
+    before: dict[str, Any],
+    *,
+    action: str,
+    changed_by: str,
+    restored_from: int | None = None,
+) -> None:
+    after = snapshot(config)
+    config.version = (config.version or 0) + 1
+    db.session.add(
+        AgentConfigVersion(
+            config_id=config.id,
+            version=config.version,
+            action=action,
+            restored_from=restored_from,
+            snapshot=after,
+            diff=diff(before, after),
+            changed_by=changed_by,
+        )
+    )
+    publish(
+        "agent_config.updated",
+        config.organization_id,
+        {"config_id": str(config.id), "version": config.version, "action": action},
+    )
+
+
+def _empty() -> dict[str, Any]:
+    return {
+        "sections": {},
+        "tools": {},
+        "voice": None,
+        "agent_type": "generic",
+        "business_category": None,
+        "notifications": {},
+        "call_transfers": [],
+    }
+
+
+def replace_config(
+    organization_id: uuid.UUID, agent_id: str, body: dict[str, Any], *, changed_by: str
+) -> tuple[AgentConfig, bool]:
+    """POST: the whole configuration becomes ``body``. Returns (config, created)."""
+    member = _agent_member(organization_id, agent_id)
+    transfers = body.get("call_transfers") or []
+    _validate_targets(organization_id, transfers)
+    config = _config_of(member)
+    created = config is None
+    if config is None:
+        config = AgentConfig(organization_id=organization_id, member_pk=member.pk, version=0)
+        db.session.add(config)
+        db.session.flush()
+        before = _empty()
+    else:
+        before = snapshot(config)
+    config.sections = _clean(body.get("sections"))
+    config.tools = _clean(body.get("tools"))
+    config.voice = body.get("voice")
+    config.agent_type = body.get("agent_type") or "generic"
+    config.business_category = body.get("business_category")
+    config.notifications = _clean(body.get("notifications"))
+    config.call_transfers = transfers
+    _record(config, before, action="create" if created else "replace", changed_by=changed_by)
+    db.session.commit()
+    return config, created
+
+
+def update_config(
+    organization_id: uuid.UUID, agent_id: str, fields: dict[str, Any], *, changed_by: str
+) -> AgentConfig:
+    """PATCH: only the fields sent. Sections, tools and notifications merge by key (a key sent as null
+    is removed); the other fields are replaced, and ``agent_type`` sent as null returns to ``generic``."""
+    config = get_config(organization_id, agent_id)
+    before = snapshot(config)
+    for name in ("sections", "tools", "notifications"):
+        if name in fields and fields[name] is not None:
+            merged = dict(getattr(config, name) or {})
+            for key, value in fields[name].items():
+                if value is None:
+                    merged.pop(key, None)
+                else:
+                    merged[key] = _clean({key: value})[key]
+            setattr(config, name, merged)
+        elif name in fields:
+            setattr(config, name, {})
+    if "call_transfers" in fields:
+        transfers = fields["call_transfers"] or []
+        _validate_targets(organization_id, transfers)
+        config.call_transfers = transfers
+    if "voice" in fields:
+        config.voice = fields["voice"]
+    if "agent_type" in fields:
+        config.agent_type = fields["agent_type"] or "generic"
+    if "business_category" in fields:
+        config.business_category = fields["business_category"]
+    if diff(before, snapshot(config)):
+        _record(config, before, action="update", changed_by=changed_by)
+    db.session.commit()
+    return config
+
+
+def list_versions(
+    organization_id: uuid.UUID, agent_id: str, *, offset: int, limit: int
+) -> Page[AgentConfigVersion]:
+    config = get_config(organization_id, agent_id)
+    statement = (
+        select(AgentConfigVersion)
+        .where(AgentConfigVersion.config_id == config.id)
+        .order_by(AgentConfigVersion.version.desc())
+    )
+    return paginate(statement, offset=offset, limit=limit)
+
+
+def restore_version(
+    organization_id: uuid.UUID, agent_id: str, version: int, *, changed_by: str
+) -> AgentConfig:
+    config = get_config(organization_id, agent_id)
+    stored = db.session.scalar(
+        select(AgentConfigVersion).where(
+            AgentConfigVersion.config_id == config.id, AgentConfigVersion.version == version
+        )
+    )
+    if stored is None:
+        raise not_found("Configuration version")
+    before = snapshot(config)
+    saved = stored.snapshot
+    _validate_targets(organization_id, saved.get("call_transfers") or [])
+    config.sections = saved.get("sections") or {}
+    config.tools = saved.get("tools") or {}
+    config.voice = saved.get("voice")
+    config.agent_type = saved.get("agent_type") or "generic"
+    config.business_category = saved.get("business_category")
+    config.notifications = saved.get("notifications") or {}
+    config.call_transfers = saved.get("call_transfers") or []
+    _record(config, before, action="restore", changed_by=changed_by, restored_from=version)
+    db.session.commit()
+    return config

@@ -1,0 +1,137 @@
+"""Members (human agents and AI agents): the messaging area's member CRUD."""
+
+from __future__ import annotations
+
+import secrets
+import uuid
+from typing import Any
+
+from sqlalchemy import select
+
+from blueprints.members.models import Member, MemberStatusEvent
+from blueprints.members.services import hooks
+from core.db import db, utcnow
+from core.errors import ApiError, not_found
+from core.events import publish
+
+HUMAN_PREFIX = "mem_"
+AI_PREFIX = "ai_"
+
+
+def new_member_id(ai: bool) -> str:
+    return (AI_PREFIX if ai else HUMAN_PREFIX) + secrets.token_hex(10)
+
+
+def get_member(organization_id: uuid.UUID, member_id: str) -> Member:
+    """The member ``member_id`` of this organization; 404 otherwise (also for another org's member)."""
+    member = find_member(organization_id, member_id)
+    if member is None:
+        raise not_found("Member")
+    return member
+
+
+def find_member(organization_id: uuid.UUID, member_id: str) -> Member | None:
+    return db.session.scalar(
+        select(Member).where(Member.organization_id == organization_id, Member.id == member_id)
+    )
+
+
+def members_by_ids(organization_id: uuid.UUID, member_ids: list[str]) -> dict[str, Member]:
+    if not member_ids:
+        return {}
+    rows = db.session.scalars(
+        select(Member).where(Member.organization_id == organization_id, Member.id.in_(set(member_ids)))
+    )
+    return {m.id: m for m in rows}
+
+
+def list_members(organization_id: uuid.UUID, *, skip: int, take: int) -> list[Member]:
+    statement = (
+        select(Member)
+        .where(Member.organization_id == organization_id)
+        .order_by(Member.created_at, Member.id)
+        .offset(skip)
+        .limit(take)
+    )
+    return list(db.session.scalars(statement))
+
+
+def record_status_event(
+    member: Member,
+    *,
+    from_status: str | None,
+    changed_by: str,
+    source: str,
+    reason_name: str | None = None,
+) -> MemberStatusEvent:
+    event = MemberStatusEvent(
+        organization_id=member.organization_id,
+        member_id=member.id,
+        member_name=member.name,
+        from_status=from_status,
+        to_status=member.status,
+        reason_id=member.status_reason_id,
+        reason_name=reason_name,
+        changed_by=changed_by,
+        source=source,
+        at=member.status_since,
+    )
+    db.session.add(event)
+    return event
+
+
+def create_member(organization_id: uuid.UUID, fields: dict[str, Any], *, changed_by: str) -> Member:
+    if fields.get("organization_id") not in (None, organization_id):
+        raise ApiError(400, "organization_id: must be the organization of the path")
+    ai = bool(fields["ai"])
+    member_id = fields.get("id") or new_member_id(ai)
+    if find_member(organization_id, member_id) is not None:
+        raise ApiError(409, f"id: a member with id {member_id!r} already exists", code="member_exists")
+    now = utcnow()
+    # People start offline until they connect or set a status; AI agents are available from the start.
+    status = "online" if ai else "offline"
+    member = Member(
+        id=member_id,
+        organization_id=organization_id,
+        name=fields["name"],
+        ai=ai,
+        user_id=fields.get("user_id"),
+        picture=fields.get("picture"),
+        extra=fields.get("extra") or {},
+        status=status,
+        chosen_status=status,
+        status_since=now,
+    )
+    db.session.add(member)
+    db.session.flush()
+    record_status_event(member, from_status=None, changed_by=changed_by, source="created")
+    publish("member.created", organization_id, {"member_id": member.id, "ai": member.ai})
+    db.session.commit()
+    return member
+
+
+def update_member(organization_id: uuid.UUID, member_id: str, fields: dict[str, Any]) -> Member:
+    member = get_member(organization_id, member_id)
+    if fields.get("organization_id") not in (None, organization_id):
+        raise ApiError(400, "organization_id: must be the organization of the path")
+    if fields.get("id") not in (None, member.id):
+        raise ApiError(400, "id: a member's id cannot be changed")
+    for name in ("name", "ai", "user_id", "picture"):
+        if name in fields:
+            setattr(member, name, fields[name])
+    if "extra" in fields:
+        member.extra = fields["extra"] or {}
+    publish("member.updated", organization_id, {"member_id": member.id, "fields": sorted(fields)})
+    db.session.commit()
+    return member
+
+
+def delete_member(organization_id: uuid.UUID, member_id: str) -> int:
+    """Delete the member; its conversations stay assigned (the spec says so). Returns how many active
+    conversations it still holds, so the caller knows what to reassign or archive."""
+    member = get_member(organization_id, member_id)
+    remaining = hooks.active_conversations(organization_id, [member.id])[member.id]
+    db.session.delete(member)
+    publish("member.deleted", organization_id, {"member_id": member_id, "active_conversations": remaining})
+    db.session.commit()
+    return remaining

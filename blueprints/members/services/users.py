@@ -1,0 +1,110 @@
+"""Login users of the desk and their human members. Passwords are hashed with Argon2id (argon2-cffi)."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+from email_validator import EmailNotValidError, validate_email
+from sqlalchemy import func, select
+
+from blueprints.members.models import ROLES, Member, User
+from blueprints.members.services.members import new_member_id, record_status_event
+from blueprints.organizations.models import Organization
+from core.db import db, utcnow
+from core.errors import ApiError
+
+MIN_PASSWORD_LENGTH = 8
+_hasher = PasswordHasher()
+
+
+@dataclass(frozen=True)
+class CreatedUser:
+    user: User
+    member: Member
+
+
+def normalize_email(raw: str) -> str:
+    try:
+        return validate_email(raw.strip(), check_deliverability=False).normalized.lower()
+    except EmailNotValidError as exc:
+        raise ApiError(400, f"email: not a valid e-mail address: {raw!r}") from exc
+
+
+def create_user(
+    organization_id: uuid.UUID,
+    *,
+    email: str,
+    password: str,
+    name: str,
+    role: str = "agent",
+    member_id: str | None = None,
+) -> CreatedUser:
+    """The user and its human member, in one transaction."""
+    if db.session.get(Organization, organization_id) is None:
+        raise ApiError(404, "No Organization found")
+    if role not in ROLES:
+        raise ApiError(400, f"role: must be one of {', '.join(ROLES)}")
+    name = name.strip()
+    if not name:
+        raise ApiError(400, "name: must not be empty")
+    if len(password) < MIN_PASSWORD_LENGTH:
+        raise ApiError(400, f"password: at least {MIN_PASSWORD_LENGTH} characters")
+    address = normalize_email(email)
+    if find_user_by_email(address) is not None:
+        raise ApiError(409, f"email: a user with e-mail {address} already exists")
+    user = User(
+        organization_id=organization_id,
+        email=address,
+        password_hash=_hasher.hash(password),
+        name=name,
+        role=role,
+    )
+    db.session.add(user)
+    db.session.flush()
+    now = utcnow()
+    member = Member(
+        id=member_id or new_member_id(ai=False),
+        organization_id=organization_id,
+        name=name,
+        ai=False,
+        user_id=user.id,
+        extra={"email": address, "role": role},
+        status="offline",
+        chosen_status="offline",
+        status_since=now,
+    )
+    db.session.add(member)
+    db.session.flush()
+    record_status_event(member, from_status=None, changed_by="cli", source="created")
+    db.session.commit()
+    return CreatedUser(user, member)
+
+
+def find_user_by_email(email: str) -> User | None:
+    return db.session.scalar(select(User).where(func.lower(User.email) == email.strip().lower()))
+
+
+def authenticate(email: str, password: str) -> User | None:
+    """The active user with this e-mail and password (for the desk's login page), else None."""
+    user = find_user_by_email(email)
+    if user is None or not user.active:
+        _hasher.hash(password)  # spend the same time whether or not the user exists
+        return None
+    try:
+        _hasher.verify(user.password_hash, password)
+    except (VerificationError, InvalidHashError):
+        return None
+    if _hasher.check_needs_rehash(user.password_hash):
+        user.password_hash = _hasher.hash(password)
+    user.last_login_at = utcnow()
+    db.session.commit()
+    return user
+
+
+def member_of_user(user: User) -> Member | None:
+    return db.session.scalar(
+        select(Member).where(Member.organization_id == user.organization_id, Member.user_id == user.id)
+    )

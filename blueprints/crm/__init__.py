@@ -1,0 +1,14 @@
+"""CRM area: pipelines and currency, deals, tickets, tasks, contacts and accounts.
+
+Other areas plug into the CRM through :mod:`blueprints.crm.hooks` (conversation transcripts, contact
+merges, the summarizer).
+"""
+
+from flask import Flask
+
+
+def init_app(app: Flask) -> None:
+    from blueprints.crm.api import BLUEPRINTS
+
+    for blueprint in BLUEPRINTS:
+        app.register_api(blueprint)  # type: ignore[attr-defined]

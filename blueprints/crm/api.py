@@ -1,0 +1,561 @@
+"""CRM routes under ``/v1/crm/organizations/<organization_id>``: thin views over the services.
+
+Authentication: ``X-API-Key`` or ``Authorization: Bearer <JWT>`` (the only area that takes a JWT).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask_openapi3 import APIBlueprint, Tag
+
+from blueprints.crm import serializers as out
+from blueprints.crm.schemas import (
+    AccountContactBody,
+    AccountContactPath,
+    AccountCreate,
+    AccountList,
+    AccountListQuery,
+    AccountOut,
+    AccountUpdate,
+    ActivityList,
+    ActivityOut,
+    BaseCurrencyBody,
+    ContactCreate,
+    ContactIdentityPath,
+    ContactList,
+    ContactListQuery,
+    ContactOut,
+    ContactUpdate,
+    CurrencyOut,
+    DealConversationBody,
+    DealConversationOut,
+    DealCreate,
+    DealItemPath,
+    DealLinkPath,
+    DealList,
+    DealListQuery,
+    DealOut,
+    DealStageBody,
+    DealUpdate,
+    Deleted,
+    IdentityIn,
+    IdPath,
+    LineItemCreate,
+    LineItemOut,
+    LineItemUpdate,
+    MergeBody,
+    MergeOut,
+    NamedCreate,
+    NamedList,
+    NamedOut,
+    NamedUpdate,
+    NoteBody,
+    OrgPath,
+    PipelineCreate,
+    PipelineList,
+    PipelineOut,
+    PipelineSummary,
+    PipelineUpdate,
+    RateBody,
+    RateOut,
+    RatePath,
+    RefPath,
+    SettingsOut,
+    SettingsUpdate,
+    StageCreate,
+    StageDeleteQuery,
+    StageOut,
+    StageTimes,
+    StageUpdate,
+    StateHistory,
+    SummaryPath,
+    TaskCreate,
+    TaskList,
+    TaskListQuery,
+    TaskOut,
+    TaskUpdate,
+    TicketAssignBody,
+    TicketCreate,
+    TicketList,
+    TicketListQuery,
+    TicketOut,
+    TicketStateBody,
+    TicketUpdate,
+)
+from blueprints.crm.services import contacts, deals, pipelines, tasks, tickets
+from core import auth
+from core.openapi import API_KEY_OR_JWT, CrmError, error_responses
+
+PREFIX = "/v1/crm/organizations/<organization_id>"
+
+Json = dict[str, Any]
+Created = tuple[Json, int]
+
+
+def _blueprint(name: str, tag: str, description: str) -> APIBlueprint:
+    blueprint = APIBlueprint(
+        f"crm_{name}",
+        __name__,
+        url_prefix=PREFIX,
+        abp_tags=[Tag(name=tag, description=description)],
+        abp_security=API_KEY_OR_JWT,
+        abp_responses={**error_responses(CrmError), "409": CrmError},
+    )
+    auth.protect(blueprint, allow_jwt=True)
+    return blueprint
+
+
+pipelines_api = _blueprint("pipelines", "CRM: pipelines and currency", "Pipelines, stages, currency")
+deals_api = _blueprint("deals", "CRM: deals", "Deals, line items, conversations, stage times")
+tickets_api = _blueprint("tickets", "CRM: tickets", "Tickets, projects and ticket types")
+tasks_api = _blueprint("tasks", "CRM: tasks", "Tasks")
+contacts_api = _blueprint("contacts", "CRM: contacts and accounts", "Contacts, identities, accounts")
+BLUEPRINTS = (pipelines_api, deals_api, tickets_api, tasks_api, contacts_api)
+
+
+def _org() -> Any:
+    return auth.current_organization_id()
+
+
+def _actor() -> str:
+    """Who did it, for histories: the JWT subject (a member or user) or the API key's id."""
+    principal = auth.current_principal()
+    return (
+        principal.subject if principal.kind == "jwt" and principal.subject else f"api_key:{principal.key_id}"
+    )
+
+
+def _deleted(object_id: Any) -> Json:
+    return {"id": str(object_id), "deleted": True}
+
+
+# ------------------------------------------------------------------------------------ pipelines, stages
+
+
+@pipelines_api.get("/pipelines", responses={200: PipelineList})
+def list_pipelines(path: OrgPath) -> Json:
+    """List pipelines with their stages; creates the default `General` (VNT) pipeline on first use."""
+    items = pipelines.list_pipelines(_org())
+    return {"data": [out.pipeline_out(p) for p in items], "total": len(items)}
+
+
+@pipelines_api.post("/pipelines", responses={201: PipelineOut})
+def create_pipeline(path: OrgPath, body: PipelineCreate) -> Created:
+    """Create a pipeline (unique 2-5 letter key; 409 when taken)."""
+    pipeline = pipelines.create_pipeline(_org(), body.name, body.key, body.is_default)
+    return out.pipeline_out(pipeline), 201
+
+
+@pipelines_api.get("/pipelines/<id>", responses={200: PipelineOut})
+def get_pipeline(path: IdPath) -> Json:
+    return out.pipeline_out(pipelines.get_pipeline(_org(), path.id))
+
+
+@pipelines_api.patch("/pipelines/<id>", responses={200: PipelineOut})
+def update_pipeline(path: IdPath, body: PipelineUpdate) -> Json:
+    """Rename, re-key (only while it has no deals) or make default."""
+    return out.pipeline_out(pipelines.update_pipeline(_org(), path.id, body.sent_fields()))
+
+
+@pipelines_api.delete("/pipelines/<id>", responses={200: Deleted})
+def delete_pipeline(path: IdPath) -> Json:
+    """Delete a pipeline; 409 while live deals use it."""
+    pipelines.delete_pipeline(_org(), path.id)
+    return _deleted(path.id)
+
+
+@pipelines_api.post("/pipelines/<id>/stages", responses={201: StageOut})
+def create_stage(path: IdPath, body: StageCreate) -> Created:
+    """Insert a stage at `stage_order` (0-based); the stages at or after it shift by one."""
+    return out.stage_out(pipelines.create_stage(_org(), path.id, body.model_dump())), 201
+
+
+@pipelines_api.patch("/pipelines/stages/<id>", responses={200: StageOut})
+def update_stage(path: IdPath, body: StageUpdate) -> Json:
+    """Rename, change probability/status/rotting days, or reorder with `stage_order`."""
+    return out.stage_out(pipelines.update_stage(_org(), path.id, body.sent_fields()))
+
+
+@pipelines_api.delete("/pipelines/stages/<id>", responses={200: Deleted})
+def delete_stage(path: IdPath, query: StageDeleteQuery) -> Json:
+    """Delete a stage; 409 while live deals sit in it unless `move_to_stage_id` says where they go."""
+    pipelines.delete_stage(_org(), path.id, query.move_to_stage_id)
+    return _deleted(path.id)
+
+
+# ---------------------------------------------------------------------------------------------- currency
+
+
+def _currency() -> Json:
+    settings = pipelines.get_settings(_org())
+    return {
+        "base_currency": settings.base_currency,
+        "supported_currencies": pipelines.supported_currencies(),
+        "rates": [out.rate_out(r) for r in pipelines.list_rates(_org())],
+    }
+
+
+@pipelines_api.get("/currency", responses={200: CurrencyOut})
+def get_currency(path: OrgPath) -> Json:
+    """Base currency and the configured exchange rates."""
+    return _currency()
+
+
+@pipelines_api.patch("/currency/base", responses={200: CurrencyOut})
+def set_base_currency(path: OrgPath, body: BaseCurrencyBody) -> Json:
+    pipelines.set_base_currency(_org(), body.base_currency)
+    return _currency()
+
+
+@pipelines_api.post("/currency/rates", responses={200: RateOut})
+def upsert_rate(path: OrgPath, body: RateBody) -> Json:
+    """Create or replace the rate of a pair: 1 `from_currency` = `rate` `to_currency`."""
+    return out.rate_out(pipelines.upsert_rate(_org(), body.from_currency, body.to_currency, body.rate))
+
+
+@pipelines_api.delete("/currency/rates/<from_currency>/<to_currency>", responses={200: CurrencyOut})
+def delete_rate(path: RatePath) -> Json:
+    pipelines.delete_rate(_org(), path.from_currency, path.to_currency)
+    return _currency()
+
+
+@pipelines_api.get("/currency/pipeline/<pipelineId>/summary", responses={200: PipelineSummary})
+def pipeline_summary(path: SummaryPath) -> Json:
+    """Per-stage totals and weighted totals in the base currency; unconvertible deals are listed."""
+    return pipelines.pipeline_summary(_org(), path.pipelineId)
+
+
+@pipelines_api.get("/settings", responses={200: SettingsOut})
+def get_settings(path: OrgPath) -> Json:
+    """CRM settings of the organization: base currency, ticket reference prefix and counter."""
+    settings = pipelines.get_settings(_org())
+    return {
+        "base_currency": settings.base_currency,
+        "ticket_prefix": settings.ticket_prefix,
+        "ticket_counter": settings.ticket_counter,
+    }
+
+
+@pipelines_api.patch("/settings", responses={200: SettingsOut})
+def update_settings(path: OrgPath, body: SettingsUpdate) -> Json:
+    """Change the ticket prefix (new tickets only; existing references never change)."""
+    pipelines.update_settings(_org(), body.sent_fields())
+    return get_settings(path)
+
+
+# ------------------------------------------------------------------------------------------------- deals
+
+
+@deals_api.get("/deals", responses={200: DealList})
+def list_deals(path: OrgPath, query: DealListQuery) -> Json:
+    page = deals.list_deals(_org(), query)
+    return {
+        "data": [out.deal_out(d) for d in page.items],
+        "total": page.total,
+        "limit": query.limit,
+        "offset": query.offset,
+    }
+
+
+@deals_api.post("/deals", responses={201: DealOut})
+def create_deal(path: OrgPath, body: DealCreate) -> Created:
+    return out.deal_out(deals.create_deal(_org(), body.model_dump(), actor=_actor())), 201
+
+
+@deals_api.get("/deals/<id>", responses={200: DealOut})
+def get_deal(path: IdPath) -> Json:
+    return out.deal_out(deals.get_deal(_org(), path.id))
+
+
+@deals_api.patch("/deals/<id>", responses={200: DealOut})
+def update_deal(path: IdPath, body: DealUpdate) -> Json:
+    return out.deal_out(deals.update_deal(_org(), path.id, body.sent_fields(), actor=_actor()))
+
+
+@deals_api.patch("/deals/<id>/stage", responses={200: DealOut})
+def move_deal(path: IdPath, body: DealStageBody) -> Json:
+    """Move to a stage of the deal's pipeline; a won/lost stage sets the status, an open one reopens."""
+    return out.deal_out(deals.change_stage(_org(), path.id, body.stage_id, actor=_actor()))
+
+
+@deals_api.delete("/deals/<id>", responses={200: Deleted})
+def delete_deal(path: IdPath) -> Json:
+    """Soft delete: the deal disappears from reads and lists."""
+    deals.delete_deal(_org(), path.id)
+    return _deleted(path.id)
+
+
+@deals_api.post("/deals/<id>/line-items", responses={201: LineItemOut})
+def add_line_item(path: IdPath, body: LineItemCreate) -> Created:
+    """total = quantity x unit_price - discount (>= 0, half-up); the deal amount becomes the sum."""
+    return out.line_item_out(deals.add_line_item(_org(), path.id, body.model_dump(), actor=_actor())), 201
+
+
+@deals_api.patch("/deals/<id>/line-items/<itemId>", responses={200: LineItemOut})
+def update_line_item(path: DealItemPath, body: LineItemUpdate) -> Json:
+    item = deals.update_line_item(_org(), path.id, path.itemId, body.sent_fields(), actor=_actor())
+    return out.line_item_out(item)
+
+
+@deals_api.delete("/deals/<id>/line-items/<itemId>", responses={200: Deleted})
+def delete_line_item(path: DealItemPath) -> Json:
+    deals.delete_line_item(_org(), path.id, path.itemId, actor=_actor())
+    return _deleted(path.itemId)
+
+
+@deals_api.post("/deals/<id>/conversations", responses={201: DealConversationOut})
+def link_conversation(path: IdPath, body: DealConversationBody) -> Created:
+    """Link a conversation or call; its summary is captured into the deal's activity timeline."""
+    link = deals.link_conversation(_org(), path.id, body.conversation_id, body.channel, body.linked_by)
+    return out.deal_conversation_out(link), 201
+
+
+@deals_api.delete("/deals/<id>/conversations/<linkId>", responses={200: Deleted})
+def unlink_conversation(path: DealLinkPath) -> Json:
+    deals.unlink_conversation(_org(), path.id, path.linkId, actor=_actor())
+    return _deleted(path.linkId)
+
+
+@deals_api.get("/deals/<id>/stage-times", responses={200: StageTimes})
+def stage_times(path: IdPath) -> Json:
+    """Milliseconds spent in each stage (revisits summed; the current stay runs to now)."""
+    return deals.stage_times(_org(), path.id)
+
+
+@deals_api.get("/deals/<id>/activities", responses={200: ActivityList})
+def list_activities(path: IdPath) -> Json:
+    """The deal's timeline, newest first: creation, stage/status/amount changes, links, notes."""
+    items = deals.list_activities(_org(), path.id)
+    return {"data": [out.activity_out(a) for a in items], "total": len(items)}
+
+
+@deals_api.post("/deals/<id>/notes", responses={201: ActivityOut})
+def add_note(path: IdPath, body: NoteBody) -> Created:
+    author = str(body.author_id) if body.author_id else _actor()
+    return out.activity_out(deals.add_note(_org(), path.id, body.body, author)), 201
+
+
+# ----------------------------------------------------------------------------------------------- tickets
+
+
+@tickets_api.get("/tickets", responses={200: TicketList})
+def list_tickets(path: OrgPath, query: TicketListQuery) -> Json:
+    page = tickets.list_tickets(_org(), query)
+    return {
+        "data": [out.ticket_out(t) for t in page.items],
+        "total": page.total,
+        "limit": query.limit,
+        "offset": query.offset,
+    }
+
+
+@tickets_api.post("/tickets", responses={201: TicketOut})
+def create_ticket(path: OrgPath, body: TicketCreate) -> Created:
+    return out.ticket_out(tickets.create_ticket(_org(), body.model_dump(), actor=_actor())), 201
+
+
+@tickets_api.get("/tickets/by-ref/<reference>", responses={200: TicketOut})
+def get_ticket_by_reference(path: RefPath) -> Json:
+    return out.ticket_out(tickets.get_ticket_by_reference(_org(), path.reference))
+
+
+@tickets_api.get("/tickets/<id>", responses={200: TicketOut})
+def get_ticket(path: IdPath) -> Json:
+    return out.ticket_out(tickets.get_ticket(_org(), path.id))
+
+
+@tickets_api.patch("/tickets/<id>", responses={200: TicketOut})
+def update_ticket(path: IdPath, body: TicketUpdate) -> Json:
+    return out.ticket_out(tickets.update_ticket(_org(), path.id, body.sent_fields(), actor=_actor()))
+
+
+@tickets_api.patch("/tickets/<id>/assign", responses={200: TicketOut})
+def assign_ticket(path: IdPath, body: TicketAssignBody) -> Json:
+    ticket = tickets.assign_ticket(_org(), path.id, body.assignee_member_id, body.assigned_by)
+    return out.ticket_out(ticket)
+
+
+@tickets_api.patch("/tickets/<id>/state", responses={200: TicketOut})
+def change_ticket_state(path: IdPath, body: TicketStateBody) -> Json:
+    return out.ticket_out(tickets.change_state(_org(), path.id, body.state, actor=_actor()))
+
+
+@tickets_api.get("/tickets/<id>/history", responses={200: StateHistory})
+def ticket_history(path: IdPath) -> Json:
+    """State history, oldest first (creation is the first entry)."""
+    changes = tickets.state_history(_org(), path.id)
+    return {"ticket_id": str(path.id), "data": [out.state_change_out(c) for c in changes]}
+
+
+def _named_routes(kind: str, label: str) -> None:
+    """CRUD for the small lookup resources tickets point at (projects, ticket types)."""
+    endpoint = kind.replace("-", "_")
+
+    def list_items(path: OrgPath) -> Json:
+        items = tickets.list_named(_org(), kind)
+        return {"data": [out.named_out(i) for i in items], "total": len(items)}
+
+    def create_item(path: OrgPath, body: NamedCreate) -> Created:
+        return out.named_out(tickets.create_named(_org(), kind, body.model_dump())), 201
+
+    def get_item(path: IdPath) -> Json:
+        return out.named_out(tickets.get_named(_org(), kind, path.id))
+
+    def update_item(path: IdPath, body: NamedUpdate) -> Json:
+        return out.named_out(tickets.update_named(_org(), kind, path.id, body.sent_fields()))
+
+    def delete_item(path: IdPath) -> Json:
+        tickets.delete_named(_org(), kind, path.id)
+        return _deleted(path.id)
+
+    for view in (list_items, create_item, get_item, update_item, delete_item):
+        view.__name__ = f"{view.__name__}_{endpoint}"
+        view.__doc__ = f"{view.__name__.split('_')[0].capitalize()} {label}."
+    tickets_api.get(f"/{kind}", responses={200: NamedList})(list_items)
+    tickets_api.post(f"/{kind}", responses={201: NamedOut})(create_item)
+    tickets_api.get(f"/{kind}/<id>", responses={200: NamedOut})(get_item)
+    tickets_api.patch(f"/{kind}/<id>", responses={200: NamedOut})(update_item)
+    tickets_api.delete(f"/{kind}/<id>", responses={200: Deleted})(delete_item)
+
+
+_named_routes("projects", "projects")
+_named_routes("ticket-types", "ticket types")
+
+
+# ------------------------------------------------------------------------------------------------- tasks
+
+
+@tasks_api.get("/tasks", responses={200: TaskList})
+def list_tasks(path: OrgPath, query: TaskListQuery) -> Json:
+    page = tasks.list_tasks(_org(), query)
+    return {
+        "data": [out.task_out(t) for t in page.items],
+        "total": page.total,
+        "limit": query.limit,
+        "offset": query.offset,
+    }
+
+
+@tasks_api.post("/tasks", responses={201: TaskOut})
+def create_task(path: OrgPath, body: TaskCreate) -> Created:
+    return out.task_out(tasks.create_task(_org(), body.model_dump())), 201
+
+
+@tasks_api.get("/tasks/<id>", responses={200: TaskOut})
+def get_task(path: IdPath) -> Json:
+    return out.task_out(tasks.get_task(_org(), path.id))
+
+
+@tasks_api.patch("/tasks/<id>", responses={200: TaskOut})
+def update_task(path: IdPath, body: TaskUpdate) -> Json:
+    """Only the fields sent change."""
+    return out.task_out(tasks.update_task(_org(), path.id, body.sent_fields()))
+
+
+@tasks_api.patch("/tasks/<id>/complete", responses={200: TaskOut})
+def complete_task(path: IdPath) -> Json:
+    return out.task_out(tasks.complete_task(_org(), path.id))
+
+
+@tasks_api.delete("/tasks/<id>", responses={200: Deleted})
+def delete_task(path: IdPath) -> Json:
+    tasks.delete_task(_org(), path.id)
+    return _deleted(path.id)
+
+
+# ------------------------------------------------------------------------------------ contacts, accounts
+
+
+@contacts_api.get("/contacts", responses={200: ContactList})
+def list_contacts(path: OrgPath, query: ContactListQuery) -> Json:
+    page = contacts.list_contacts(_org(), query)
+    return {
+        "data": [out.contact_out(c) for c in page.items],
+        "total": page.total,
+        "limit": query.limit,
+        "offset": query.offset,
+    }
+
+
+@contacts_api.post("/contacts", responses={201: ContactOut})
+def create_contact(path: OrgPath, body: ContactCreate) -> Created:
+    """Create a contact; phones are stored in E.164, emails lower-cased; a taken identity is 409."""
+    return out.contact_out(contacts.create_contact(_org(), body.model_dump())), 201
+
+
+@contacts_api.get("/contacts/<id>", responses={200: ContactOut})
+def get_contact(path: IdPath) -> Json:
+    return out.contact_out(contacts.get_contact(_org(), path.id))
+
+
+@contacts_api.patch("/contacts/<id>", responses={200: ContactOut})
+def update_contact(path: IdPath, body: ContactUpdate) -> Json:
+    return out.contact_out(contacts.update_contact(_org(), path.id, body.sent_fields()))
+
+
+@contacts_api.delete("/contacts/<id>", responses={200: Deleted})
+def delete_contact(path: IdPath) -> Json:
+    contacts.delete_contact(_org(), path.id)
+    return _deleted(path.id)
+
+
+@contacts_api.post("/contacts/<id>/identities", responses={201: ContactOut})
+def add_identity(path: IdPath, body: IdentityIn) -> Created:
+    return out.contact_out(contacts.add_identity(_org(), path.id, body.kind, body.value)), 201
+
+
+@contacts_api.delete("/contacts/<id>/identities/<identity_id>", responses={200: ContactOut})
+def remove_identity(path: ContactIdentityPath) -> Json:
+    return out.contact_out(contacts.remove_identity(_org(), path.id, path.identity_id))
+
+
+@contacts_api.post("/contacts/<id>/merge", responses={200: MergeOut})
+def merge_contact(path: IdPath, body: MergeBody) -> Json:
+    """Merge `source_contact_id` into this contact (identities, deals, tickets, tasks, accounts and
+    conversations move here); the source is deleted."""
+    result = contacts.merge_contacts(_org(), path.id, body.source_contact_id)
+    return {**result, "contact": out.contact_out(result["contact"])}
+
+
+@contacts_api.get("/accounts", responses={200: AccountList})
+def list_accounts(path: OrgPath, query: AccountListQuery) -> Json:
+    page = contacts.list_accounts(_org(), query)
+    return {
+        "data": [out.account_out(a) for a in page.items],
+        "total": page.total,
+        "limit": query.limit,
+        "offset": query.offset,
+    }
+
+
+@contacts_api.post("/accounts", responses={201: AccountOut})
+def create_account(path: OrgPath, body: AccountCreate) -> Created:
+    return out.account_out(contacts.create_account(_org(), body.model_dump())), 201
+
+
+@contacts_api.get("/accounts/<id>", responses={200: AccountOut})
+def get_account(path: IdPath) -> Json:
+    return out.account_out(contacts.get_account(_org(), path.id))
+
+
+@contacts_api.patch("/accounts/<id>", responses={200: AccountOut})
+def update_account(path: IdPath, body: AccountUpdate) -> Json:
+    return out.account_out(contacts.update_account(_org(), path.id, body.sent_fields()))
+
+
+@contacts_api.delete("/accounts/<id>", responses={200: Deleted})
+def delete_account(path: IdPath) -> Json:
+    contacts.delete_account(_org(), path.id)
+    return _deleted(path.id)
+
+
+@contacts_api.post("/accounts/<id>/contacts", responses={200: AccountOut})
+def link_account_contact(path: IdPath, body: AccountContactBody) -> Json:
+    """Link a contact to the account (again: updates the role)."""
+    return out.account_out(contacts.link_contact(_org(), path.id, body.contact_id, body.role))
+
+
+@contacts_api.delete("/accounts/<id>/contacts/<contact_id>", responses={200: AccountOut})
+def unlink_account_contact(path: AccountContactPath) -> Json:
+    return out.account_out(contacts.unlink_contact(_org(), path.id, path.contact_id))

@@ -1,0 +1,400 @@
+"""Tables of the CRM area: pipelines and stages, currency, deals (line items, contacts, conversations,
+stage history, activity), tickets, tasks, contacts (identities) and accounts.
+
+Money columns are ``Numeric`` and map to ``decimal.Decimal``; amounts are stored already rounded to the
+currency's minor units. Member ids (owners, assignees) and conversation ids belong to other areas, so
+they are stored as plain values without cross-area foreign keys.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import ForeignKey, Index, Integer, Numeric, String, Text, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from core.db import JSONType, TimestampMixin, UUIDPrimaryKeyMixin, db, utcnow
+
+MONEY = Numeric(20, 4)
+RATE = Numeric(30, 12)
+QUANTITY = Numeric(18, 4)
+
+
+def _org_fk() -> Any:
+    return ForeignKey("organizations.id", ondelete="CASCADE")
+
+
+class CrmSettings(TimestampMixin, db.Model):
+    """Per-organization CRM settings and the ticket counter (one row, locked by the counter update)."""
+
+    __tablename__ = "crm_settings"
+
+    organization_id: Mapped[uuid.UUID] = mapped_column(_org_fk(), primary_key=True)
+    base_currency: Mapped[str] = mapped_column(String(3), default="MXN")
+    ticket_prefix: Mapped[str] = mapped_column(String(10), default="TCK")
+    ticket_counter: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class ExchangeRate(UUIDPrimaryKeyMixin, TimestampMixin, db.Model):
+    """1 unit of ``from_currency`` = ``rate`` units of ``to_currency``; one row per ordered pair."""
+
+    __tablename__ = "crm_exchange_rates"
+    __table_args__ = (
+        UniqueConstraint(
+            "organization_id", "from_currency", "to_currency", name="uq_crm_exchange_rates_pair"
+        ),
+    )
+
+    organization_id: Mapped[uuid.UUID] = mapped_column(_org_fk(), index=True)
+    from_currency: Mapped[str] = mapped_column(String(3))
+    to_currency: Mapped[str] = mapped_column(String(3))
+    rate: Mapped[Decimal] = mapped_column(RATE)
+
+
+class Pipeline(UUIDPrimaryKeyMixin, TimestampMixin, db.Model):
+    __tablename__ = "crm_pipelines"
+    __table_args__ = (UniqueConstraint("organization_id", "key", name="uq_crm_pipelines_org_key"),)
+
+    organization_id: Mapped[uuid.UUID] = mapped_column(_org_fk(), index=True)
+    name: Mapped[str] = mapped_column(String(200))
+    key: Mapped[str] = mapped_column(String(5))
+    is_default: Mapped[bool] = mapped_column(default=False)
+    deal_counter: Mapped[int] = mapped_column(Integer, default=0)
+
+    stages: Mapped[list[Stage]] = relationship(
+        back_populates="pipeline",
+        order_by="Stage.stage_order",
+        cascade="all, delete-orphan",
+        passive_deletes=True,
+        lazy="raise",
+    )
+
+
+class Stage(UUIDPrimaryKeyMixin, TimestampMixin, db.Model):
+    __tablename__ = "crm_stages"
+
+    organization_id: Mapped[uuid.UUID] = mapped_column(_org_fk(), index=True)
+    pipeline_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("crm_pipelines.id", ondelete="CASCADE"), index=True
+    )
+    name: Mapped[str] = mapped_column(String(200))
+    stage_order: Mapped[int] = mapped_column(Integer)
+    probability: Mapped[int] = mapped_column(Integer, default=0)
+    status: Mapped[str] = mapped_column(String(10), default="open")
+    # Pipedrive's "rotting": an open deal untouched in this stage for more days is flagged.
+    rotting_days: Mapped[int | None] = mapped_column(Integer)
+
+    pipeline: Mapped[Pipeline] = relationship(back_populates="stages", lazy="raise")
+
+
+class Account(UUIDPrimaryKeyMixin, TimestampMixin, db.Model):
+    """A company to which contacts link."""
+
+    __tablename__ = "crm_accounts"
+
+    organization_id: Mapped[uuid.UUID] = mapped_column(_org_fk(), index=True)
+    name: Mapped[str] = mapped_column(String(200), index=True)
+    domain: Mapped[str | None] = mapped_column(String(255))
+    industry: Mapped[str | None] = mapped_column(String(120))
+    phone: Mapped[str | None] = mapped_column(String(32))
+    notes: Mapped[str | None] = mapped_column(Text)
+
+    contact_links: Mapped[list[AccountContact]] = relationship(
+        back_populates="account", cascade="all, delete-orphan", passive_deletes=True, lazy="raise"
+    )
+
+
+class Contact(UUIDPrimaryKeyMixin, TimestampMixin, db.Model):
+    __tablename__ = "crm_contacts"
+
+    organization_id: Mapped[uuid.UUID] = mapped_column(_org_fk(), index=True)
+    name: Mapped[str] = mapped_column(String(200), index=True)
+    job_title: Mapped[str | None] = mapped_column(String(200))
+    notes: Mapped[str | None] = mapped_column(Text)
+
+    identities: Mapped[list[ContactIdentity]] = relationship(
+        back_populates="contact",
+        cascade="all, delete-orphan",
+        passive_deletes=True,
+        order_by="ContactIdentity.created_at",
+        lazy="raise",
+    )
+    account_links: Mapped[list[AccountContact]] = relationship(
+        back_populates="contact", cascade="all, delete-orphan", passive_deletes=True, lazy="raise"
+    )
+
+
+class ContactIdentity(UUIDPrimaryKeyMixin, db.Model):
+    """A phone (E.164) or email (lower-cased) by which a contact is known; unique per organization."""
+
+    __tablename__ = "crm_contact_identities"
+    __table_args__ = (
+        UniqueConstraint("organization_id", "kind", "value", name="uq_crm_contact_identities_value"),
+    )
+
+    organization_id: Mapped[uuid.UUID] = mapped_column(_org_fk(), index=True)
+    contact_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("crm_contacts.id", ondelete="CASCADE"), index=True
+    )
+    kind: Mapped[str] = mapped_column(String(10))
+    value: Mapped[str] = mapped_column(String(320))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    contact: Mapped[Contact] = relationship(back_populates="identities", lazy="raise")
+
+
+class AccountContact(db.Model):
+    __tablename__ = "crm_account_contacts"
+
+    account_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("crm_accounts.id", ondelete="CASCADE"), primary_key=True
+    )
+    contact_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("crm_contacts.id", ondelete="CASCADE"), primary_key=True, index=True
+    )
+    role: Mapped[str | None] = mapped_column(String(120))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    account: Mapped[Account] = relationship(back_populates="contact_links", lazy="raise")
+    contact: Mapped[Contact] = relationship(back_populates="account_links", lazy="raise")
+
+
+class Deal(UUIDPrimaryKeyMixin, TimestampMixin, db.Model):
+    __tablename__ = "crm_deals"
+    __table_args__ = (UniqueConstraint("pipeline_id", "number", name="uq_crm_deals_pipeline_number"),)
+
+    organization_id: Mapped[uuid.UUID] = mapped_column(_org_fk(), index=True)
+    pipeline_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("crm_pipelines.id"), index=True)
+    stage_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("crm_stages.id"), index=True)
+    number: Mapped[int] = mapped_column(Integer)
+    reference: Mapped[str] = mapped_column(String(20), index=True)
+    name: Mapped[str] = mapped_column(String(300))
+    amount: Mapped[Decimal] = mapped_column(MONEY, default=Decimal(0))
+    currency: Mapped[str] = mapped_column(String(3), default="MXN", index=True)
+    status: Mapped[str] = mapped_column(String(10), default="open", index=True)
+    owner_id: Mapped[uuid.UUID | None] = mapped_column(index=True)
+    account_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("crm_accounts.id", ondelete="SET NULL"), index=True
+    )
+    expected_close_date: Mapped[datetime | None] = mapped_column(index=True)
+    stage_entered_at: Mapped[datetime] = mapped_column(default=utcnow)
+    closed_at: Mapped[datetime | None]
+    deleted_at: Mapped[datetime | None] = mapped_column(index=True)
+
+    pipeline: Mapped[Pipeline] = relationship(lazy="raise")
+    stage: Mapped[Stage] = relationship(lazy="raise")
+    contacts: Mapped[list[DealContact]] = relationship(
+        back_populates="deal",
+        cascade="all, delete-orphan",
+        passive_deletes=True,
+        order_by="DealContact.created_at",
+        lazy="raise",
+    )
+    line_items: Mapped[list[DealLineItem]] = relationship(
+        back_populates="deal",
+        cascade="all, delete-orphan",
+        passive_deletes=True,
+        order_by="DealLineItem.created_at",
+        lazy="raise",
+    )
+    conversations: Mapped[list[DealConversation]] = relationship(
+        back_populates="deal",
+        cascade="all, delete-orphan",
+        passive_deletes=True,
+        order_by="DealConversation.created_at",
+        lazy="raise",
+    )
+
+
+Index("ix_crm_deals_org_created", Deal.organization_id, Deal.created_at)
+
+
+class DealContact(UUIDPrimaryKeyMixin, db.Model):
+    __tablename__ = "crm_deal_contacts"
+    __table_args__ = (UniqueConstraint("deal_id", "contact_id", name="uq_crm_deal_contacts_pair"),)
+
+    deal_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("crm_deals.id", ondelete="CASCADE"), index=True)
+    contact_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("crm_contacts.id", ondelete="CASCADE"), index=True
+    )
+    role: Mapped[str | None] = mapped_column(String(120))
+    is_primary: Mapped[bool] = mapped_column(default=False)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    deal: Mapped[Deal] = relationship(back_populates="contacts", lazy="raise")
+
+
+class DealLineItem(UUIDPrimaryKeyMixin, TimestampMixin, db.Model):
+    __tablename__ = "crm_deal_line_items"
+
+    organization_id: Mapped[uuid.UUID] = mapped_column(_org_fk(), index=True)
+    deal_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("crm_deals.id", ondelete="CASCADE"), index=True)
+    product_id: Mapped[uuid.UUID | None] = mapped_column(index=True)
+    name: Mapped[str] = mapped_column(String(300))
+    quantity: Mapped[Decimal] = mapped_column(QUANTITY)
+    unit_price: Mapped[Decimal] = mapped_column(MONEY)
+    discount: Mapped[Decimal] = mapped_column(MONEY, default=Decimal(0))
+    total: Mapped[Decimal] = mapped_column(MONEY)
+    currency: Mapped[str] = mapped_column(String(3))
+    sku: Mapped[str | None] = mapped_column(String(100))
+    notes: Mapped[str | None] = mapped_column(Text)
+
+    deal: Mapped[Deal] = relationship(back_populates="line_items", lazy="raise")
+
+
+class DealConversation(UUIDPrimaryKeyMixin, db.Model):
+    """A conversation or call linked to a deal; the id is the messaging/voice area's, kept as text."""
+
+    __tablename__ = "crm_deal_conversations"
+    __table_args__ = (UniqueConstraint("deal_id", "conversation_id", name="uq_crm_deal_conversations_pair"),)
+
+    organization_id: Mapped[uuid.UUID] = mapped_column(_org_fk(), index=True)
+    deal_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("crm_deals.id", ondelete="CASCADE"), index=True)
+    conversation_id: Mapped[str] = mapped_column(String(100), index=True)
+    channel: Mapped[str | None] = mapped_column(String(20))
+    linked_by: Mapped[uuid.UUID | None]
+    summary: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    deal: Mapped[Deal] = relationship(back_populates="conversations", lazy="raise")
+
+
+class DealStageVisit(UUIDPrimaryKeyMixin, db.Model):
+    """One stay of a deal in a stage. The stage id is kept without a foreign key (and the name copied)
+    so that the history survives the stage's deletion."""
+
+    __tablename__ = "crm_deal_stage_visits"
+
+    deal_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("crm_deals.id", ondelete="CASCADE"), index=True)
+    stage_id: Mapped[uuid.UUID]
+    stage_name: Mapped[str] = mapped_column(String(200))
+    stage_order: Mapped[int] = mapped_column(Integer)
+    entered_at: Mapped[datetime] = mapped_column(default=utcnow)
+    left_at: Mapped[datetime | None]
+
+
+class DealActivity(UUIDPrimaryKeyMixin, db.Model):
+    """The deal's timeline: creation, stage, status and amount changes, links, notes."""
+
+    __tablename__ = "crm_deal_activities"
+
+    organization_id: Mapped[uuid.UUID] = mapped_column(_org_fk(), index=True)
+    deal_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("crm_deals.id", ondelete="CASCADE"), index=True)
+    type: Mapped[str] = mapped_column(String(40))
+    data: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    summary: Mapped[str | None] = mapped_column(Text)
+    actor: Mapped[str | None] = mapped_column(String(100))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Project(UUIDPrimaryKeyMixin, TimestampMixin, db.Model):
+    __tablename__ = "crm_projects"
+
+    organization_id: Mapped[uuid.UUID] = mapped_column(_org_fk(), index=True)
+    name: Mapped[str] = mapped_column(String(200))
+    description: Mapped[str | None] = mapped_column(Text)
+
+
+class TicketType(UUIDPrimaryKeyMixin, TimestampMixin, db.Model):
+    __tablename__ = "crm_ticket_types"
+
+    organization_id: Mapped[uuid.UUID] = mapped_column(_org_fk(), index=True)
+    name: Mapped[str] = mapped_column(String(200))
+    description: Mapped[str | None] = mapped_column(Text)
+
+
+class Ticket(UUIDPrimaryKeyMixin, TimestampMixin, db.Model):
+    __tablename__ = "crm_tickets"
+    __table_args__ = (UniqueConstraint("organization_id", "number", name="uq_crm_tickets_org_number"),)
+
+    organization_id: Mapped[uuid.UUID] = mapped_column(_org_fk(), index=True)
+    number: Mapped[int] = mapped_column(Integer)
+    reference: Mapped[str] = mapped_column(String(30), index=True)
+    title: Mapped[str] = mapped_column(String(500))
+    state: Mapped[str] = mapped_column(String(30), default="new", index=True)
+    priority: Mapped[str] = mapped_column(String(10), default="normal", index=True)
+    source: Mapped[str] = mapped_column(String(20))
+    body_html: Mapped[str | None] = mapped_column(Text)
+    requester_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("crm_contacts.id", ondelete="SET NULL"), index=True
+    )
+    assignee_member_id: Mapped[uuid.UUID | None] = mapped_column(index=True)
+    assigned_by: Mapped[uuid.UUID | None]
+    assigned_at: Mapped[datetime | None]
+    account_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("crm_accounts.id", ondelete="SET NULL"), index=True
+    )
+    project_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("crm_projects.id", ondelete="SET NULL"), index=True
+    )
+    ticket_type_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("crm_ticket_types.id", ondelete="SET NULL"), index=True
+    )
+    channel: Mapped[str | None] = mapped_column(String(20))
+    closed_at: Mapped[datetime | None]
+
+    conversations: Mapped[list[TicketConversation]] = relationship(
+        cascade="all, delete-orphan",
+        passive_deletes=True,
+        order_by="TicketConversation.created_at",
+        lazy="raise",
+    )
+
+
+Index("ix_crm_tickets_org_created", Ticket.organization_id, Ticket.created_at)
+
+
+class TicketConversation(UUIDPrimaryKeyMixin, db.Model):
+    __tablename__ = "crm_ticket_conversations"
+    __table_args__ = (
+        UniqueConstraint("ticket_id", "conversation_id", name="uq_crm_ticket_conversations_pair"),
+    )
+
+    ticket_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("crm_tickets.id", ondelete="CASCADE"), index=True)
+    conversation_id: Mapped[str] = mapped_column(String(100), index=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class TicketStateChange(UUIDPrimaryKeyMixin, db.Model):
+    __tablename__ = "crm_ticket_state_changes"
+
+    ticket_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("crm_tickets.id", ondelete="CASCADE"), index=True)
+    from_state: Mapped[str | None] = mapped_column(String(30))
+    to_state: Mapped[str] = mapped_column(String(30))
+    changed_by: Mapped[str | None] = mapped_column(String(100))
+    changed_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Task(UUIDPrimaryKeyMixin, TimestampMixin, db.Model):
+    __tablename__ = "crm_tasks"
+
+    organization_id: Mapped[uuid.UUID] = mapped_column(_org_fk(), index=True)
+    title: Mapped[str] = mapped_column(String(500))
+    type: Mapped[str] = mapped_column(String(20), default="to_do", index=True)
+    status: Mapped[str] = mapped_column(String(20), default="pending", index=True)
+    priority: Mapped[str] = mapped_column(String(10), default="normal", index=True)
+    due_date: Mapped[datetime | None] = mapped_column(index=True)
+    owner_id: Mapped[uuid.UUID | None] = mapped_column(index=True)
+    deal_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("crm_deals.id", ondelete="SET NULL"), index=True
+    )
+    ticket_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("crm_tickets.id", ondelete="SET NULL"), index=True
+    )
+    contact_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("crm_contacts.id", ondelete="SET NULL"), index=True
+    )
+    account_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("crm_accounts.id", ondelete="SET NULL"), index=True
+    )
+    notes: Mapped[str | None] = mapped_column(Text)
+    completed_at: Mapped[datetime | None]
+    deleted_at: Mapped[datetime | None] = mapped_column(index=True)
+
+    deal: Mapped[Deal | None] = relationship(lazy="raise")
+    ticket: Mapped[Ticket | None] = relationship(lazy="raise")
+    contact: Mapped[Contact | None] = relationship(lazy="raise")
+    account: Mapped[Account | None] = relationship(lazy="raise")

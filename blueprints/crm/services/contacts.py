@@ -1,0 +1,327 @@
+"""Contacts with phone/email identities, accounts (companies) and contact merge."""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from typing import Any
+
+from email_validator import EmailNotValidError, validate_email
+from sqlalchemy import delete, exists, or_, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import selectinload
+
+from blueprints.crm import hooks
+from blueprints.crm.models import (
+    Account,
+    AccountContact,
+    Contact,
+    ContactIdentity,
+    DealContact,
+    Task,
+    Ticket,
+)
+from blueprints.crm.services.common import like_pattern, scoped
+from core.db import db, utcnow
+from core.errors import ApiError, not_found
+from core.pagination import Page, paginate
+from core.phones import InvalidPhoneNumber, normalize_phone
+
+CONTACT_LOAD = (
+    selectinload(Contact.identities),
+    selectinload(Contact.account_links).joinedload(AccountContact.account),
+)
+ACCOUNT_LOAD = (selectinload(Account.contact_links).joinedload(AccountContact.contact),)
+
+
+def normalize_identity(kind: str, value: str, param: str = "value") -> str:
+    if kind == "phone":
+        try:
+            return normalize_phone(value)
+        except InvalidPhoneNumber as error:
+            raise ApiError(400, f"{param}: {error}", param=param) from None
+    try:
+        # Deliverability (DNS) is not checked: no network from a request; case folded for matching.
+        return validate_email(value, check_deliverability=False).normalized.lower()
+    except EmailNotValidError as error:
+        raise ApiError(400, f"{param}: {error}", param=param) from None
+
+
+def _duplicate(kind: str, value: str) -> ApiError:
+    return ApiError(409, f"A contact with the {kind} {value} already exists", param="identities")
+
+
+def get_contact(organization_id: uuid.UUID, contact_id: uuid.UUID) -> Contact:
+    contact = db.session.scalars(
+        select(Contact)
+        .where(Contact.id == contact_id, Contact.organization_id == organization_id)
+        .options(*CONTACT_LOAD)
+        .execution_options(populate_existing=True)
+    ).first()
+    if contact is None:
+        raise not_found("Contact")
+    return contact
+
+
+def _add_identity(contact: Contact, kind: str, raw: str, param: str) -> ContactIdentity:
+    value = normalize_identity(kind, raw, param)
+    taken = db.session.scalar(
+        select(ContactIdentity.contact_id).where(
+            ContactIdentity.organization_id == contact.organization_id,
+            ContactIdentity.kind == kind,
+            ContactIdentity.value == value,
+        )
+    )
+    if taken is not None or any(i.kind == kind and i.value == value for i in contact.identities):
+        raise _duplicate(kind, value)
+    identity = ContactIdentity(
+        organization_id=contact.organization_id, kind=kind, value=value, created_at=utcnow()
+    )
+    contact.identities.append(identity)
+    return identity
+
+
+def _commit_identities(kind_value: str) -> None:
+    try:
+        db.session.commit()
+    except IntegrityError:  # a concurrent request registered the same identity first
+        db.session.rollback()
+        raise ApiError(409, f"A contact with this {kind_value} already exists", param="identities") from None
+
+
+def create_contact(organization_id: uuid.UUID, fields: dict[str, Any]) -> Contact:
+    now = utcnow()
+    contact = Contact(
+        organization_id=organization_id,
+        name=fields["name"],
+        job_title=fields.get("job_title"),
+        notes=fields.get("notes"),
+        created_at=now,
+        updated_at=now,
+        identities=[],
+        account_links=[],
+    )
+    db.session.add(contact)
+    for index, identity in enumerate(fields.get("identities") or []):
+        _add_identity(contact, identity["kind"], identity["value"], f"identities.{index}.value")
+    for account_id in dict.fromkeys(fields.get("account_ids") or []):
+        scoped(Account, organization_id, account_id, "Account")
+        contact.account_links.append(AccountContact(account_id=account_id, created_at=now))
+    _commit_identities("identity")
+    return get_contact(organization_id, contact.id)
+
+
+def update_contact(organization_id: uuid.UUID, contact_id: uuid.UUID, changes: dict[str, Any]) -> Contact:
+    contact = get_contact(organization_id, contact_id)
+    if changes.get("name") is not None:
+        contact.name = changes["name"]
+    for name in ("job_title", "notes"):
+        if name in changes:
+            setattr(contact, name, changes[name])
+    contact.updated_at = utcnow()
+    db.session.commit()
+    return get_contact(organization_id, contact.id)
+
+
+def delete_contact(organization_id: uuid.UUID, contact_id: uuid.UUID) -> None:
+    """Identities and links go with it; tickets and tasks keep existing without the contact."""
+    contact = get_contact(organization_id, contact_id)
+    db.session.delete(contact)
+    db.session.commit()
+
+
+def add_identity(organization_id: uuid.UUID, contact_id: uuid.UUID, kind: str, value: str) -> Contact:
+    contact = get_contact(organization_id, contact_id)
+    _add_identity(contact, kind, value, "value")
+    contact.updated_at = utcnow()
+    _commit_identities(kind)
+    return get_contact(organization_id, contact.id)
+
+
+def remove_identity(organization_id: uuid.UUID, contact_id: uuid.UUID, identity_id: uuid.UUID) -> Contact:
+    contact = get_contact(organization_id, contact_id)
+    identity = next((i for i in contact.identities if i.id == identity_id), None)
+    if identity is None:
+        raise not_found("Identity")
+    contact.identities.remove(identity)
+    contact.updated_at = utcnow()
+    db.session.commit()
+    return get_contact(organization_id, contact.id)
+
+
+def list_contacts(organization_id: uuid.UUID, query: Any) -> Page[Contact]:
+    conditions: list[Any] = [Contact.organization_id == organization_id]
+    if query.search:
+        patterns = [like_pattern(query.search)]
+        # A phone typed any way ("+52 55 1234 5678", "5215512345678") is searched in its E.164 form too.
+        with contextlib.suppress(InvalidPhoneNumber):
+            patterns.append(like_pattern(normalize_phone(query.search)))
+        identity_match = exists().where(
+            ContactIdentity.contact_id == Contact.id,
+            or_(*[ContactIdentity.value.ilike(p, escape="\\") for p in patterns]),
+        )
+        conditions.append(or_(Contact.name.ilike(patterns[0], escape="\\"), identity_match))
+    if query.account_id is not None:
+        conditions.append(
+            exists().where(
+                AccountContact.contact_id == Contact.id, AccountContact.account_id == query.account_id
+            )
+        )
+    statement = select(Contact).where(*conditions).order_by(Contact.name, Contact.id).options(*CONTACT_LOAD)
+    return paginate(statement, offset=query.offset, limit=query.limit)
+
+
+def merge_contacts(organization_id: uuid.UUID, target_id: uuid.UUID, source_id: uuid.UUID) -> dict[str, Any]:
+    """Move everything the CRM holds for ``source`` to ``target`` in one transaction, then delete the
+    source: identities, deal links (a deal linked to both keeps one link, primary if either was),
+    tickets (requester), tasks, account links; conversations through the messaging area's hook."""
+    if target_id == source_id:
+        raise ApiError(
+            400, "source_contact_id: cannot merge a contact into itself", param="source_contact_id"
+        )
+    target = get_contact(organization_id, target_id)
+    source = get_contact(organization_id, source_id)
+    moved: dict[str, int] = {}
+    moved["identities"] = db.session.execute(
+        update(ContactIdentity)
+        .where(ContactIdentity.contact_id == source.id)
+        .values(contact_id=target.id)
+        .execution_options(synchronize_session=False)
+    ).rowcount  # type: ignore[attr-defined]
+
+    target_links = {
+        link.deal_id: link
+        for link in db.session.scalars(select(DealContact).where(DealContact.contact_id == target.id))
+    }
+    deals = 0
+    for link in db.session.scalars(select(DealContact).where(DealContact.contact_id == source.id)).all():
+        existing = target_links.get(link.deal_id)
+        if existing is not None:
+            existing.is_primary = existing.is_primary or link.is_primary
+            existing.role = existing.role or link.role
+            db.session.delete(link)
+        else:
+            link.contact_id = target.id
+        deals += 1
+    moved["deals"] = deals
+    moved["tickets"] = db.session.execute(
+        update(Ticket)
+        .where(Ticket.organization_id == organization_id, Ticket.requester_id == source.id)
+        .values(requester_id=target.id)
+        .execution_options(synchronize_session=False)
+    ).rowcount  # type: ignore[attr-defined]
+    moved["tasks"] = db.session.execute(
+        update(Task)
+        .where(Task.organization_id == organization_id, Task.contact_id == source.id)
+        .values(contact_id=target.id)
+        .execution_options(synchronize_session=False)
+    ).rowcount  # type: ignore[attr-defined]
+    target_accounts = {link.account_id for link in target.account_links}
+    accounts = 0
+    for link in list(source.account_links):
+        if link.account_id not in target_accounts:
+            target.account_links.append(
+                AccountContact(account_id=link.account_id, role=link.role, created_at=link.created_at)
+            )
+            accounts += 1
+        source.account_links.remove(link)
+    moved["accounts"] = accounts
+    moved["conversations"] = hooks.run_contact_merge_hooks(organization_id, source.id, target.id)
+    db.session.flush()
+    db.session.execute(delete(Contact).where(Contact.id == source.id))
+    target.updated_at = utcnow()
+    db.session.commit()
+    return {
+        "contact": get_contact(organization_id, target.id),
+        "merged_contact_id": str(source_id),
+        "moved": moved,
+    }
+
+
+# ----------------------------------------------------------------------------------------------- accounts
+
+
+def get_account(organization_id: uuid.UUID, account_id: uuid.UUID) -> Account:
+    account = db.session.scalars(
+        select(Account)
+        .where(Account.id == account_id, Account.organization_id == organization_id)
+        .options(*ACCOUNT_LOAD)
+        .execution_options(populate_existing=True)
+    ).first()
+    if account is None:
+        raise not_found("Account")
+    return account
+
+
+ACCOUNT_FIELDS = ("domain", "industry", "phone", "notes")
+
+
+def create_account(organization_id: uuid.UUID, fields: dict[str, Any]) -> Account:
+    now = utcnow()
+    account = Account(
+        organization_id=organization_id,
+        name=fields["name"],
+        created_at=now,
+        updated_at=now,
+        **{name: fields.get(name) for name in ACCOUNT_FIELDS},
+    )
+    db.session.add(account)
+    db.session.commit()
+    return get_account(organization_id, account.id)
+
+
+def update_account(organization_id: uuid.UUID, account_id: uuid.UUID, changes: dict[str, Any]) -> Account:
+    account = get_account(organization_id, account_id)
+    if changes.get("name") is not None:
+        account.name = changes["name"]
+    for name in ACCOUNT_FIELDS:
+        if name in changes:
+            setattr(account, name, changes[name])
+    account.updated_at = utcnow()
+    db.session.commit()
+    return get_account(organization_id, account.id)
+
+
+def delete_account(organization_id: uuid.UUID, account_id: uuid.UUID) -> None:
+    """Contacts stay (only the links go); deals, tickets and tasks keep existing without the account."""
+    account = get_account(organization_id, account_id)
+    db.session.delete(account)
+    db.session.commit()
+
+
+def list_accounts(organization_id: uuid.UUID, query: Any) -> Page[Account]:
+    conditions: list[Any] = [Account.organization_id == organization_id]
+    if query.search:
+        pattern = like_pattern(query.search)
+        conditions.append(
+            or_(Account.name.ilike(pattern, escape="\\"), Account.domain.ilike(pattern, escape="\\"))
+        )
+    statement = select(Account).where(*conditions).order_by(Account.name, Account.id).options(*ACCOUNT_LOAD)
+    return paginate(statement, offset=query.offset, limit=query.limit)
+
+
+def link_contact(
+    organization_id: uuid.UUID, account_id: uuid.UUID, contact_id: uuid.UUID, role: str | None
+) -> Account:
+    account = get_account(organization_id, account_id)
+    scoped(Contact, organization_id, contact_id, "Contact")
+    existing = next((link for link in account.contact_links if link.contact_id == contact_id), None)
+    if existing is None:
+        account.contact_links.append(AccountContact(contact_id=contact_id, role=role, created_at=utcnow()))
+    else:
+        existing.role = role  # linking again updates the role: idempotent
+    try:
+        db.session.commit()
+    except IntegrityError:
+        db.session.rollback()
+    return get_account(organization_id, account_id)
+
+
+def unlink_contact(organization_id: uuid.UUID, account_id: uuid.UUID, contact_id: uuid.UUID) -> Account:
+    account = get_account(organization_id, account_id)
+    link = next((link for link in account.contact_links if link.contact_id == contact_id), None)
+    if link is None:
+        raise not_found("Contact")
+    account.contact_links.remove(link)
+    db.session.commit()
+    return get_account(organization_id, account_id)

@@ -1,0 +1,601 @@
+"""Deals: numbering, stage moves with history, line items and the computed amount, contacts,
+linked conversations with captured summaries, the activity timeline and time in stage."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, date, datetime, time
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import and_, exists, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import joinedload, selectinload
+
+from blueprints.crm import hooks
+from blueprints.crm.models import (
+    Contact,
+    Deal,
+    DealActivity,
+    DealContact,
+    DealConversation,
+    DealLineItem,
+    DealStageVisit,
+    Pipeline,
+    Stage,
+)
+from blueprints.crm.money import money_str, round_money
+from blueprints.crm.services.common import (
+    check_range,
+    check_refs,
+    like_pattern,
+    local_range,
+    next_deal_number,
+    scoped,
+)
+from core.db import db, utcnow
+from core.errors import ApiError, not_found
+from core.events import publish
+from core.pagination import Page, paginate
+
+DEAL_LOAD = (
+    joinedload(Deal.pipeline),
+    joinedload(Deal.stage),
+    selectinload(Deal.contacts),
+    selectinload(Deal.conversations),
+    selectinload(Deal.line_items),
+)
+
+
+def _date_at_midnight(value: date | None) -> datetime | None:
+    return datetime.combine(value, time.min, tzinfo=UTC) if value is not None else None
+
+
+def get_deal(organization_id: uuid.UUID, deal_id: uuid.UUID) -> Deal:
+    deal = db.session.scalars(
+        select(Deal)
+        .where(Deal.id == deal_id, Deal.organization_id == organization_id, Deal.deleted_at.is_(None))
+        .options(*DEAL_LOAD)
+        .execution_options(populate_existing=True)
+    ).first()
+    if deal is None:
+        raise not_found("Deal")
+    return deal
+
+
+def _event_data(deal: Deal, change: str) -> dict[str, Any]:
+    return {
+        "id": str(deal.id),
+        "reference": deal.reference,
+        "name": deal.name,
+        "amount": money_str(deal.amount, deal.currency),
+        "currency": deal.currency,
+        "status": deal.status,
+        "pipeline_id": str(deal.pipeline_id),
+        "stage_id": str(deal.stage_id),
+        "change": change,
+    }
+
+
+def _activity(
+    deal: Deal, kind: str, data: dict[str, Any], summary: str | None = None, actor: str | None = None
+) -> None:
+    db.session.add(
+        DealActivity(
+            organization_id=deal.organization_id,
+            deal_id=deal.id,
+            type=kind,
+            data=data,
+            summary=summary,
+            actor=actor,
+            created_at=utcnow(),
+        )
+    )
+
+
+def _set_status(deal: Deal, status: str, actor: str | None) -> None:
+    if status == deal.status:
+        return
+    _activity(deal, "status_changed", {"from": deal.status, "to": status}, actor=actor)
+    deal.status = status
+    deal.closed_at = None if status == "open" else utcnow()
+
+
+def _open_visit(deal: Deal, stage: Stage, at: datetime) -> None:
+    db.session.add(
+        DealStageVisit(
+            deal_id=deal.id,
+            stage_id=stage.id,
+            stage_name=stage.name,
+            stage_order=stage.stage_order,
+            entered_at=at,
+        )
+    )
+
+
+def move_deal(deal: Deal, stage: Stage, *, publish_event: bool = True, actor: str | None = None) -> bool:
+    """Put ``deal`` in ``stage`` (no commit): close the open visit, open a new one, follow the stage's
+    status (won/lost stage -> won/lost; open stage -> open). False when it is already there."""
+    if deal.stage_id == stage.id:
+        return False
+    now = utcnow()
+    open_visit = db.session.scalars(
+        select(DealStageVisit).where(DealStageVisit.deal_id == deal.id, DealStageVisit.left_at.is_(None))
+    ).first()
+    if open_visit is not None:
+        open_visit.left_at = now
+    _open_visit(deal, stage, now)
+    previous = deal.stage_id
+    _activity(
+        deal,
+        "stage_changed",
+        {"from_stage_id": str(previous), "to_stage_id": str(stage.id), "to_stage_name": stage.name},
+        actor=actor,
+    )
+    deal.stage_id = stage.id
+    deal.stage_entered_at = now
+    _set_status(deal, stage.status, actor)
+    if publish_event:
+        publish(
+            "deal.moved",
+            deal.organization_id,
+            {**_event_data(deal, "moved"), "from_stage_id": str(previous), "to_stage_id": str(stage.id)},
+        )
+    return True
+
+
+def _stage_in_pipeline(organization_id: uuid.UUID, stage_id: uuid.UUID, pipeline_id: uuid.UUID) -> Stage:
+    stage = scoped(Stage, organization_id, stage_id, "Stage")
+    if stage.pipeline_id != pipeline_id:
+        raise ApiError(400, "stage_id: the stage belongs to another pipeline", param="stage_id")
+    return stage
+
+
+def _set_contacts(organization_id: uuid.UUID, deal: Deal, contacts: list[dict[str, Any]]) -> None:
+    wanted = {c["contact_id"]: c for c in contacts}
+    if wanted:
+        found = set(
+            db.session.scalars(
+                select(Contact.id).where(Contact.organization_id == organization_id, Contact.id.in_(wanted))
+            )
+        )
+        if found != set(wanted):
+            raise not_found("Contact")
+    existing = {link.contact_id: link for link in deal.contacts}
+    for contact_id, link in existing.items():
+        if contact_id not in wanted:
+            deal.contacts.remove(link)
+    for contact_id, item in wanted.items():
+        link = existing.get(contact_id)
+        if link is None:
+            link = DealContact(contact_id=contact_id, created_at=utcnow())
+            deal.contacts.append(link)
+        link.role = item.get("role")
+        link.is_primary = bool(item.get("is_primary"))
+
+
+def _link(
+    deal: Deal, conversation_id: str, channel: str | None, linked_by: uuid.UUID | None
+) -> DealConversation:
+    summary = hooks.summarize_conversation(deal.organization_id, conversation_id, channel)
+    link = DealConversation(
+        organization_id=deal.organization_id,
+        deal_id=deal.id,
+        conversation_id=conversation_id,
+        channel=channel,
+        linked_by=linked_by,
+        summary=summary.text,
+        created_at=utcnow(),
+    )
+    deal.conversations.append(link)
+    _activity(
+        deal,
+        "conversation_linked",
+        {
+            "conversation_id": conversation_id,
+            "channel": channel,
+            "summary_method": summary.method,
+            "message_count": summary.message_count,
+        },
+        summary=summary.text,
+        actor=str(linked_by) if linked_by else None,
+    )
+    return link
+
+
+def create_deal(organization_id: uuid.UUID, fields: dict[str, Any], actor: str | None = None) -> Deal:
+    pipeline = scoped(Pipeline, organization_id, fields["pipeline_id"], "Pipeline")
+    stage = _stage_in_pipeline(organization_id, fields["stage_id"], pipeline.id)
+    check_refs(organization_id, account_id=fields.get("account_id"))
+    currency = fields.get("currency") or "MXN"
+    now = utcnow()
+    number = next_deal_number(pipeline.id)
+    status = fields.get("status") or stage.status
+    deal = Deal(
+        organization_id=organization_id,
+        pipeline_id=pipeline.id,
+        stage_id=stage.id,
+        number=number,
+        reference=f"{pipeline.key}-{number}",
+        name=fields["name"],
+        amount=round_money(fields.get("amount") or Decimal(0), currency),
+        currency=currency,
+        status=status,
+        owner_id=fields.get("owner_id"),
+        account_id=fields.get("account_id"),
+        expected_close_date=_date_at_midnight(fields.get("expected_close_date")),
+        stage_entered_at=now,
+        closed_at=None if status == "open" else now,
+        created_at=now,
+        updated_at=now,
+        contacts=[],
+        conversations=[],
+        line_items=[],
+    )
+    db.session.add(deal)
+    db.session.flush()
+    _open_visit(deal, stage, now)
+    _set_contacts(organization_id, deal, fields.get("contacts") or [])
+    _activity(
+        deal,
+        "created",
+        {"stage_id": str(stage.id), "amount": money_str(deal.amount, currency), "currency": currency},
+        actor=actor,
+    )
+    for conversation_id in dict.fromkeys(fields.get("conversation_ids") or []):
+        _link(deal, conversation_id, None, None)
+    publish("deal.updated", organization_id, _event_data(deal, "created"))
+    db.session.commit()
+    return get_deal(organization_id, deal.id)
+
+
+def update_deal(
+    organization_id: uuid.UUID, deal_id: uuid.UUID, changes: dict[str, Any], actor: str | None = None
+) -> Deal:
+    deal = get_deal(organization_id, deal_id)
+    has_items = bool(deal.line_items)
+    amount = changes.get("amount")
+    if amount is not None and has_items and round_money(amount, deal.currency) != deal.amount:
+        raise ApiError(409, "amount: the amount is the sum of the line items", param="amount")
+    if changes.get("currency") and changes["currency"] != deal.currency and has_items:
+        raise ApiError(409, "currency: the deal has line items in its currency", param="currency")
+    if changes.get("name") is not None:
+        deal.name = changes["name"]
+    if "owner_id" in changes:
+        deal.owner_id = changes["owner_id"]
+    if "account_id" in changes:
+        check_refs(organization_id, account_id=changes["account_id"])
+        deal.account_id = changes["account_id"]
+    if "expected_close_date" in changes:
+        deal.expected_close_date = _date_at_midnight(changes["expected_close_date"])
+    old_amount, old_currency = deal.amount, deal.currency
+    if changes.get("currency"):
+        deal.currency = changes["currency"]
+        deal.amount = round_money(deal.amount, deal.currency)
+    if changes.get("amount") is not None and not has_items:
+        deal.amount = round_money(changes["amount"], deal.currency)
+    if (deal.amount, deal.currency) != (old_amount, old_currency):
+        _activity(
+            deal,
+            "amount_changed",
+            {
+                "from": money_str(old_amount, old_currency),
+                "to": money_str(deal.amount, deal.currency),
+                "from_currency": old_currency,
+                "currency": deal.currency,
+                "reason": "manual",
+            },
+            actor=actor,
+        )
+    if changes.get("contacts") is not None:
+        _set_contacts(organization_id, deal, changes["contacts"])
+    pipeline_id, stage_id = changes.get("pipeline_id"), changes.get("stage_id")
+    if pipeline_id is not None and pipeline_id != deal.pipeline_id:
+        pipeline = scoped(Pipeline, organization_id, pipeline_id, "Pipeline")
+        if stage_id is not None:
+            stage = _stage_in_pipeline(organization_id, stage_id, pipeline.id)
+        else:
+            stage = db.session.scalars(
+                select(Stage).where(Stage.pipeline_id == pipeline.id).order_by(Stage.stage_order).limit(1)
+            ).first()
+            if stage is None:
+                raise ApiError(400, "pipeline_id: the pipeline has no stages", param="pipeline_id")
+        # Like an issue moved between projects: the deal takes the next number of its new pipeline, so
+        # <KEY>-<n> stays unique per pipeline and always names the pipeline the deal is in.
+        number = next_deal_number(pipeline.id)
+        _activity(
+            deal,
+            "pipeline_changed",
+            {"from_reference": deal.reference, "to_reference": f"{pipeline.key}-{number}"},
+            actor=actor,
+        )
+        deal.pipeline_id, deal.number, deal.reference = pipeline.id, number, f"{pipeline.key}-{number}"
+        move_deal(deal, stage, actor=actor)
+    elif stage_id is not None:
+        move_deal(deal, _stage_in_pipeline(organization_id, stage_id, deal.pipeline_id), actor=actor)
+    if changes.get("status") is not None:
+        _set_status(deal, changes["status"], actor)
+    deal.updated_at = utcnow()
+    publish("deal.updated", organization_id, _event_data(deal, "updated"))
+    db.session.commit()
+    return get_deal(organization_id, deal.id)
+
+
+def change_stage(
+    organization_id: uuid.UUID, deal_id: uuid.UUID, stage_id: uuid.UUID, actor: str | None = None
+) -> Deal:
+    deal = get_deal(organization_id, deal_id)
+    stage = _stage_in_pipeline(organization_id, stage_id, deal.pipeline_id)
+    if move_deal(deal, stage, actor=actor):
+        deal.updated_at = utcnow()
+        publish("deal.updated", organization_id, _event_data(deal, "moved"))
+    db.session.commit()
+    return get_deal(organization_id, deal.id)
+
+
+def delete_deal(organization_id: uuid.UUID, deal_id: uuid.UUID) -> None:
+    deal = get_deal(organization_id, deal_id)
+    deal.deleted_at = utcnow()
+    publish("deal.updated", organization_id, _event_data(deal, "deleted"))
+    db.session.commit()
+
+
+def list_deals(organization_id: uuid.UUID, query: Any) -> Page[Deal]:
+    conditions = [Deal.organization_id == organization_id, Deal.deleted_at.is_(None)]
+    if query.search:
+        conditions.append(Deal.name.ilike(like_pattern(query.search), escape="\\"))
+    for name in ("pipeline_id", "stage_id", "owner_id", "status", "account_id", "currency"):
+        value = getattr(query, name)
+        if value is not None:
+            conditions.append(getattr(Deal, name) == value)
+    if query.product_id is not None:
+        conditions.append(
+            exists().where(and_(DealLineItem.deal_id == Deal.id, DealLineItem.product_id == query.product_id))
+        )
+    if query.amount_min is not None:
+        conditions.append(Deal.amount >= query.amount_min)
+    if query.amount_max is not None:
+        conditions.append(Deal.amount <= query.amount_max)
+    if query.unassigned is True:
+        conditions.append(Deal.owner_id.is_(None))
+    elif query.unassigned is False:
+        conditions.append(Deal.owner_id.is_not(None))
+    # expected_close_date is a calendar date (stored at 00:00Z): compared as dates, no time zone.
+    close_after = _date_at_midnight(query.expected_close_after)
+    close_before = _date_at_midnight(query.expected_close_before)
+    check_range(close_after, close_before, "expected_close_after")
+    if close_after is not None:
+        conditions.append(Deal.expected_close_date >= close_after)
+    if close_before is not None:
+        conditions.append(Deal.expected_close_date <= close_before)
+    start, end = local_range(query.created_after, query.created_before, query.timezone)
+    check_range(start, end, "created_after")
+    if start is not None:
+        conditions.append(Deal.created_at >= start)
+    if end is not None:
+        conditions.append(Deal.created_at < end)
+    column = getattr(Deal, query.sort_by)
+    ordering = column.asc() if query.sort_dir == "asc" else column.desc()
+    tie = Deal.id.asc() if query.sort_dir == "asc" else Deal.id.desc()
+    if query.sort_by == "expected_close_date":
+        ordering = ordering.nulls_last()
+    statement = select(Deal).where(*conditions).order_by(ordering, tie).options(*DEAL_LOAD)
+    return paginate(statement, offset=query.offset, limit=query.limit)
+
+
+# --------------------------------------------------------------------------------------------- line items
+
+
+def line_item_total(quantity: Decimal, unit_price: Decimal, discount: Decimal, currency: str) -> Decimal:
+    """quantity x unit_price - discount, floored at 0, rounded half-up to the currency's minor units."""
+    return round_money(max(quantity * unit_price - discount, Decimal(0)), currency)
+
+
+def _recalculate(deal: Deal, actor: str | None) -> None:
+    """Deal amount = sum of the line item totals (0 once the last one is removed)."""
+    total = sum((i.total for i in deal.line_items), Decimal(0))
+    new_amount = round_money(total, deal.currency)
+    if new_amount != deal.amount:
+        _activity(
+            deal,
+            "amount_changed",
+            {
+                "from": money_str(deal.amount, deal.currency),
+                "to": money_str(new_amount, deal.currency),
+                "from_currency": deal.currency,
+                "currency": deal.currency,
+                "reason": "line_items",
+            },
+            actor=actor,
+        )
+        deal.amount = new_amount
+    deal.updated_at = utcnow()
+    publish("deal.updated", deal.organization_id, _event_data(deal, "line_items"))
+
+
+def _check_currency(deal: Deal, currency: str | None) -> str:
+    if currency is not None and currency != deal.currency:
+        raise ApiError(400, f"currency: must be the deal's currency ({deal.currency})", param="currency")
+    return deal.currency
+
+
+def _get_item(deal: Deal, item_id: uuid.UUID) -> DealLineItem:
+    for item in deal.line_items:
+        if item.id == item_id:
+            return item
+    raise not_found("Line item")
+
+
+def add_line_item(
+    organization_id: uuid.UUID, deal_id: uuid.UUID, fields: dict[str, Any], actor: str | None = None
+) -> DealLineItem:
+    deal = get_deal(organization_id, deal_id)
+    currency = _check_currency(deal, fields.get("currency"))
+    quantity, unit_price = fields["quantity"], round_money(fields["unit_price"], currency)
+    discount = round_money(fields.get("discount") or Decimal(0), currency)
+    now = utcnow()
+    item = DealLineItem(
+        organization_id=organization_id,
+        deal_id=deal.id,
+        product_id=fields.get("product_id"),
+        name=fields["name"],
+        quantity=quantity,
+        unit_price=unit_price,
+        discount=discount,
+        total=line_item_total(quantity, unit_price, discount, currency),
+        currency=currency,
+        sku=fields.get("sku"),
+        notes=fields.get("notes"),
+        created_at=now,
+        updated_at=now,
+    )
+    deal.line_items.append(item)
+    _recalculate(deal, actor)
+    db.session.commit()
+    return item
+
+
+def update_line_item(
+    organization_id: uuid.UUID,
+    deal_id: uuid.UUID,
+    item_id: uuid.UUID,
+    changes: dict[str, Any],
+    actor: str | None = None,
+) -> DealLineItem:
+    deal = get_deal(organization_id, deal_id)
+    item = _get_item(deal, item_id)
+    _check_currency(deal, changes.get("currency"))
+    for name in ("name", "quantity"):
+        if changes.get(name) is not None:
+            setattr(item, name, changes[name])
+    for name in ("unit_price", "discount"):
+        if changes.get(name) is not None:
+            setattr(item, name, round_money(changes[name], item.currency))
+    for name in ("product_id", "sku", "notes"):
+        if name in changes:
+            setattr(item, name, changes[name])
+    item.total = line_item_total(item.quantity, item.unit_price, item.discount, item.currency)
+    item.updated_at = utcnow()
+    _recalculate(deal, actor)
+    db.session.commit()
+    return item
+
+
+def delete_line_item(
+    organization_id: uuid.UUID, deal_id: uuid.UUID, item_id: uuid.UUID, actor: str | None = None
+) -> None:
+    deal = get_deal(organization_id, deal_id)
+    deal.line_items.remove(_get_item(deal, item_id))
+    _recalculate(deal, actor)
+    db.session.commit()
+
+
+# ------------------------------------------------------------------------------------------ conversations
+
+
+def link_conversation(
+    organization_id: uuid.UUID,
+    deal_id: uuid.UUID,
+    conversation_id: str,
+    channel: str | None,
+    linked_by: uuid.UUID | None,
+) -> DealConversation:
+    deal = get_deal(organization_id, deal_id)
+    if any(c.conversation_id == conversation_id for c in deal.conversations):
+        raise ApiError(409, "conversation_id: already linked to this deal", param="conversation_id")
+    link = _link(deal, conversation_id, channel, linked_by)
+    deal.updated_at = utcnow()
+    publish("deal.updated", organization_id, _event_data(deal, "conversation_linked"))
+    try:
+        db.session.commit()
+    except IntegrityError:  # the same link created concurrently
+        db.session.rollback()
+        raise ApiError(409, "conversation_id: already linked to this deal", param="conversation_id") from None
+    return link
+
+
+def unlink_conversation(
+    organization_id: uuid.UUID, deal_id: uuid.UUID, link_id: uuid.UUID, actor: str | None = None
+) -> None:
+    deal = get_deal(organization_id, deal_id)
+    link = next((c for c in deal.conversations if c.id == link_id), None)
+    if link is None:
+        raise not_found("Conversation link")
+    deal.conversations.remove(link)
+    _activity(
+        deal,
+        "conversation_unlinked",
+        {"conversation_id": link.conversation_id, "channel": link.channel},
+        actor=actor,
+    )
+    deal.updated_at = utcnow()
+    publish("deal.updated", organization_id, _event_data(deal, "conversation_unlinked"))
+    db.session.commit()
+
+
+# ------------------------------------------------------------------------------------ timeline, stage times
+
+
+def list_activities(organization_id: uuid.UUID, deal_id: uuid.UUID) -> list[DealActivity]:
+    deal = get_deal(organization_id, deal_id)
+    return list(
+        db.session.scalars(
+            select(DealActivity)
+            .where(DealActivity.deal_id == deal.id)
+            .order_by(DealActivity.created_at.desc(), DealActivity.id.desc())
+        )
+    )
+
+
+def add_note(organization_id: uuid.UUID, deal_id: uuid.UUID, body: str, author: str | None) -> DealActivity:
+    deal = get_deal(organization_id, deal_id)
+    note = DealActivity(
+        organization_id=organization_id,
+        deal_id=deal.id,
+        type="note",
+        data={},
+        summary=body,
+        actor=author,
+        created_at=utcnow(),
+    )
+    db.session.add(note)
+    db.session.commit()
+    return note
+
+
+def stage_times(organization_id: uuid.UUID, deal_id: uuid.UUID) -> dict[str, Any]:
+    """Milliseconds per stage from the visit history: revisits are summed, the open visit runs to now.
+    Stages are listed in the order they were first entered; names come from the live stage when it
+    still exists, else from the copy taken on entry."""
+    deal = get_deal(organization_id, deal_id)
+    visits = list(
+        db.session.scalars(
+            select(DealStageVisit)
+            .where(DealStageVisit.deal_id == deal.id)
+            .order_by(DealStageVisit.entered_at, DealStageVisit.id)
+        )
+    )
+    live = {
+        s.id: s for s in db.session.scalars(select(Stage).where(Stage.id.in_({v.stage_id for v in visits})))
+    }
+    now = utcnow()
+    stages: dict[uuid.UUID, dict[str, Any]] = {}
+    for visit in visits:
+        stage = live.get(visit.stage_id)
+        entry = stages.setdefault(
+            visit.stage_id,
+            {
+                "stage_id": str(visit.stage_id),
+                "stage_name": stage.name if stage else visit.stage_name,
+                "stage_order": stage.stage_order if stage else visit.stage_order,
+                "duration_ms": 0,
+                "is_current": False,
+                "visits": 0,
+            },
+        )
+        end = visit.left_at or now
+        entry["duration_ms"] += max(int((end - visit.entered_at).total_seconds() * 1000), 0)
+        entry["visits"] += 1
+        if visit.left_at is None:
+            entry["is_current"] = True
+    return {"deal_id": str(deal.id), "stages": list(stages.values())}

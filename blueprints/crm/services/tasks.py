@@ -1,0 +1,159 @@
+"""Tasks linked to deals, tickets, contacts and accounts; soft-deleted."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import selectinload
+
+from blueprints.crm.models import Deal, Task, Ticket
+from blueprints.crm.services.common import check_range, check_refs, like_pattern, local_range, scoped
+from core.db import db, utcnow
+from core.errors import not_found
+from core.pagination import Page, paginate
+
+TASK_LOAD = (
+    selectinload(Task.deal),
+    selectinload(Task.ticket),
+    selectinload(Task.contact),
+    selectinload(Task.account),
+)
+
+
+def _aware(value: datetime | None) -> datetime | None:
+    if value is None:
+        return None
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def get_task(organization_id: uuid.UUID, task_id: uuid.UUID) -> Task:
+    task = db.session.scalars(
+        select(Task)
+        .where(Task.id == task_id, Task.organization_id == organization_id, Task.deleted_at.is_(None))
+        .options(*TASK_LOAD)
+        .execution_options(populate_existing=True)
+    ).first()
+    if task is None:
+        raise not_found("Task")
+    return task
+
+
+def _check_links(organization_id: uuid.UUID, fields: dict[str, Any]) -> None:
+    if fields.get("deal_id") is not None:
+        deal = scoped(Deal, organization_id, fields["deal_id"], "Deal")
+        if deal.deleted_at is not None:
+            raise not_found("Deal")
+    if fields.get("ticket_id") is not None:
+        scoped(Ticket, organization_id, fields["ticket_id"], "Ticket")
+    check_refs(organization_id, contact_id=fields.get("contact_id"), account_id=fields.get("account_id"))
+
+
+LINKS = ("owner_id", "deal_id", "ticket_id", "contact_id", "account_id")
+
+
+def create_task(organization_id: uuid.UUID, fields: dict[str, Any]) -> Task:
+    _check_links(organization_id, fields)
+    now = utcnow()
+    task = Task(
+        organization_id=organization_id,
+        title=fields["title"],
+        type=fields.get("type") or "to_do",
+        status="pending",
+        priority=fields.get("priority") or "normal",
+        due_date=_aware(fields.get("due_date")),
+        notes=fields.get("notes"),
+        created_at=now,
+        updated_at=now,
+        **{name: fields.get(name) for name in LINKS},
+    )
+    db.session.add(task)
+    db.session.commit()
+    return get_task(organization_id, task.id)
+
+
+def _set_status(task: Task, status: str) -> None:
+    if status == task.status:
+        return
+    task.status = status
+    task.completed_at = utcnow() if status == "completed" else None
+
+
+def update_task(organization_id: uuid.UUID, task_id: uuid.UUID, changes: dict[str, Any]) -> Task:
+    """Only the fields sent change; a field sent as null is cleared (where it may be null)."""
+    task = get_task(organization_id, task_id)
+    _check_links(organization_id, changes)
+    for name in ("title", "type", "priority"):
+        if changes.get(name) is not None:
+            setattr(task, name, changes[name])
+    for name in (*LINKS, "notes"):
+        if name in changes:
+            setattr(task, name, changes[name])
+    if "due_date" in changes:
+        task.due_date = _aware(changes["due_date"])
+    if changes.get("status") is not None:
+        _set_status(task, changes["status"])
+    task.updated_at = utcnow()
+    db.session.commit()
+    return get_task(organization_id, task.id)
+
+
+def complete_task(organization_id: uuid.UUID, task_id: uuid.UUID) -> Task:
+    """Idempotent: completing a completed task keeps its first ``completed_at``."""
+    task = get_task(organization_id, task_id)
+    if task.status != "completed":
+        _set_status(task, "completed")
+        task.updated_at = utcnow()
+        db.session.commit()
+    return get_task(organization_id, task.id)
+
+
+def delete_task(organization_id: uuid.UUID, task_id: uuid.UUID) -> None:
+    task = get_task(organization_id, task_id)
+    task.deleted_at = utcnow()
+    db.session.commit()
+
+
+def list_tasks(organization_id: uuid.UUID, query: Any) -> Page[Task]:
+    conditions = [Task.organization_id == organization_id, Task.deleted_at.is_(None)]
+    for name in (
+        "owner_id",
+        "status",
+        "type",
+        "priority",
+        "deal_id",
+        "ticket_id",
+        "contact_id",
+        "account_id",
+    ):
+        value = getattr(query, name)
+        if value is not None:
+            conditions.append(getattr(Task, name) == value)
+    if query.is_completed is True:
+        conditions.append(Task.status == "completed")
+    elif query.is_completed is False:
+        conditions.append(Task.status != "completed")
+    if query.overdue is True:
+        conditions += [Task.status != "completed", Task.due_date.is_not(None), Task.due_date < utcnow()]
+    elif query.overdue is False:
+        conditions.append(
+            (Task.status == "completed") | Task.due_date.is_(None) | (Task.due_date >= utcnow())
+        )
+    start, end = local_range(query.due_after, query.due_before, query.timezone)
+    check_range(start, end, "due_after")
+    if start is not None:
+        conditions.append(Task.due_date >= start)
+    if end is not None:
+        conditions.append(Task.due_date < end)
+    if query.search:
+        conditions.append(Task.title.ilike(like_pattern(query.search), escape="\\"))
+    # Soonest due first (undated last), then newest.
+    statement = (
+        select(Task)
+        .where(*conditions)
+        .order_by(Task.due_date.asc().nulls_last(), Task.created_at.desc(), Task.id)
+        .options(*TASK_LOAD)
+    )
+    return paginate(statement, offset=query.offset, limit=query.limit)

@@ -1,0 +1,306 @@
+"""Tickets: per-organization numbering, sanitised bodies, assignment, states with history; projects and
+ticket types they point at."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from typing import Any
+
+import nh3
+from sqlalchemy import func, or_, select
+from sqlalchemy.orm import selectinload
+
+from blueprints.crm.models import Project, Ticket, TicketConversation, TicketStateChange, TicketType
+from blueprints.crm.services.common import (
+    check_range,
+    check_refs,
+    like_pattern,
+    local_range,
+    next_ticket_number,
+    scoped,
+)
+from core.db import db, utcnow
+from core.errors import not_found
+from core.events import publish
+from core.pagination import Page, paginate
+
+TICKET_LOAD = (selectinload(Ticket.conversations),)
+
+
+def sanitize_html(html: str | None) -> str | None:
+    """Keep formatting, drop scripts, event handlers and dangerous URLs (nh3, Rust's ammonia)."""
+    if html is None:
+        return None
+    return nh3.clean(html)
+
+
+def get_ticket(organization_id: uuid.UUID, ticket_id: uuid.UUID) -> Ticket:
+    ticket = db.session.scalars(
+        select(Ticket)
+        .where(Ticket.id == ticket_id, Ticket.organization_id == organization_id)
+        .options(*TICKET_LOAD)
+        .execution_options(populate_existing=True)
+    ).first()
+    if ticket is None:
+        raise not_found("Ticket")
+    return ticket
+
+
+_REFERENCE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9]{0,9})-(\d{1,9})\s*$")
+
+
+def get_ticket_by_reference(organization_id: uuid.UUID, reference: str) -> Ticket:
+    """``<PREFIX>-<number>``, case-insensitive. The stored reference is matched, so tickets created
+    before a prefix change are still found by the reference they were given."""
+    if not _REFERENCE.match(reference):
+        raise not_found("Ticket")
+    ticket = db.session.scalars(
+        select(Ticket)
+        .where(
+            Ticket.organization_id == organization_id,
+            func.upper(Ticket.reference) == reference.strip().upper(),
+        )
+        .options(*TICKET_LOAD)
+    ).first()
+    if ticket is None:
+        raise not_found("Ticket")
+    return ticket
+
+
+def _event(ticket: Ticket, change: str) -> None:
+    publish(
+        "ticket.updated",
+        ticket.organization_id,
+        {
+            "id": str(ticket.id),
+            "reference": ticket.reference,
+            "title": ticket.title,
+            "state": ticket.state,
+            "priority": ticket.priority,
+            "assignee_member_id": str(ticket.assignee_member_id) if ticket.assignee_member_id else None,
+            "change": change,
+        },
+    )
+
+
+def _record_state(ticket: Ticket, previous: str | None, actor: str | None) -> None:
+    db.session.add(
+        TicketStateChange(
+            ticket_id=ticket.id,
+            from_state=previous,
+            to_state=ticket.state,
+            changed_by=actor,
+            changed_at=utcnow(),
+        )
+    )
+
+
+def _set_state(ticket: Ticket, state: str, actor: str | None) -> bool:
+    if state == ticket.state:
+        return False
+    previous = ticket.state
+    ticket.state = state
+    # closed_at marks the latest close; reopening clears it.
+    ticket.closed_at = utcnow() if state == "closed" else None
+    _record_state(ticket, previous, actor)
+    return True
+
+
+def _set_assignee(ticket: Ticket, member_id: uuid.UUID | None, assigned_by: uuid.UUID | None) -> None:
+    ticket.assignee_member_id = member_id
+    ticket.assigned_by = assigned_by if member_id else None
+    ticket.assigned_at = utcnow() if member_id else None
+
+
+def _set_conversations(ticket: Ticket, conversation_ids: list[str]) -> None:
+    wanted = list(dict.fromkeys(conversation_ids))
+    existing = {c.conversation_id: c for c in ticket.conversations}
+    for conversation_id, link in existing.items():
+        if conversation_id not in wanted:
+            ticket.conversations.remove(link)
+    for conversation_id in wanted:
+        if conversation_id not in existing:
+            ticket.conversations.append(
+                TicketConversation(conversation_id=conversation_id, created_at=utcnow())
+            )
+
+
+def create_ticket(organization_id: uuid.UUID, fields: dict[str, Any], actor: str | None = None) -> Ticket:
+    check_refs(
+        organization_id,
+        contact_id=fields.get("requester_id"),
+        account_id=fields.get("account_id"),
+        project_id=fields.get("project_id"),
+        ticket_type_id=fields.get("ticket_type_id"),
+    )
+    number, prefix = next_ticket_number(organization_id)
+    now = utcnow()
+    ticket = Ticket(
+        organization_id=organization_id,
+        number=number,
+        reference=f"{prefix}-{number}",
+        title=fields["title"],
+        state="new",
+        priority=fields.get("priority") or "normal",
+        source=fields["source"],
+        body_html=sanitize_html(fields.get("body_html")),
+        requester_id=fields.get("requester_id"),
+        account_id=fields.get("account_id"),
+        project_id=fields.get("project_id"),
+        ticket_type_id=fields.get("ticket_type_id"),
+        channel=fields.get("channel"),
+        created_at=now,
+        updated_at=now,
+        conversations=[],
+    )
+    _set_assignee(ticket, fields.get("assignee_member_id"), None)
+    _set_conversations(ticket, fields.get("conversation_ids") or [])
+    db.session.add(ticket)
+    db.session.flush()
+    _record_state(ticket, None, actor)
+    _event(ticket, "created")
+    db.session.commit()
+    return get_ticket(organization_id, ticket.id)
+
+
+def update_ticket(
+    organization_id: uuid.UUID, ticket_id: uuid.UUID, changes: dict[str, Any], actor: str | None = None
+) -> Ticket:
+    ticket = get_ticket(organization_id, ticket_id)
+    check_refs(
+        organization_id,
+        contact_id=changes.get("requester_id"),
+        account_id=changes.get("account_id"),
+        project_id=changes.get("project_id"),
+        ticket_type_id=changes.get("ticket_type_id"),
+    )
+    for name in ("title", "priority"):
+        if changes.get(name) is not None:
+            setattr(ticket, name, changes[name])
+    for name in ("requester_id", "account_id", "project_id", "ticket_type_id", "channel"):
+        if name in changes:
+            setattr(ticket, name, changes[name])
+    if "body_html" in changes:
+        ticket.body_html = sanitize_html(changes["body_html"])
+    if changes.get("conversation_ids") is not None:
+        _set_conversations(ticket, changes["conversation_ids"])
+    if "assignee_member_id" in changes and changes["assignee_member_id"] != ticket.assignee_member_id:
+        _set_assignee(ticket, changes["assignee_member_id"], None)
+    if changes.get("state") is not None:
+        _set_state(ticket, changes["state"], actor)
+    ticket.updated_at = utcnow()
+    _event(ticket, "updated")
+    db.session.commit()
+    return get_ticket(organization_id, ticket.id)
+
+
+def assign_ticket(
+    organization_id: uuid.UUID,
+    ticket_id: uuid.UUID,
+    member_id: uuid.UUID | None,
+    assigned_by: uuid.UUID | None,
+) -> Ticket:
+    ticket = get_ticket(organization_id, ticket_id)
+    _set_assignee(ticket, member_id, assigned_by)
+    ticket.updated_at = utcnow()
+    _event(ticket, "assigned")
+    db.session.commit()
+    return get_ticket(organization_id, ticket.id)
+
+
+def change_state(
+    organization_id: uuid.UUID, ticket_id: uuid.UUID, state: str, actor: str | None = None
+) -> Ticket:
+    """Any state may follow any other (the spec refuses none); the same state again changes nothing."""
+    ticket = get_ticket(organization_id, ticket_id)
+    if _set_state(ticket, state, actor):
+        ticket.updated_at = utcnow()
+        _event(ticket, "state")
+        db.session.commit()
+    return get_ticket(organization_id, ticket.id)
+
+
+def state_history(organization_id: uuid.UUID, ticket_id: uuid.UUID) -> list[TicketStateChange]:
+    ticket = get_ticket(organization_id, ticket_id)
+    return list(
+        db.session.scalars(
+            select(TicketStateChange)
+            .where(TicketStateChange.ticket_id == ticket.id)
+            .order_by(TicketStateChange.changed_at, TicketStateChange.id)
+        )
+    )
+
+
+def list_tickets(organization_id: uuid.UUID, query: Any) -> Page[Ticket]:
+    conditions = [Ticket.organization_id == organization_id]
+    for name in ("state", "priority", "assignee_member_id", "requester_id", "account_id", "project_id"):
+        value = getattr(query, name)
+        if value is not None:
+            conditions.append(getattr(Ticket, name) == value)
+    if query.unassigned is True:
+        conditions.append(Ticket.assignee_member_id.is_(None))
+    elif query.unassigned is False:
+        conditions.append(Ticket.assignee_member_id.is_not(None))
+    if query.search:
+        pattern = like_pattern(query.search)
+        conditions.append(
+            or_(Ticket.title.ilike(pattern, escape="\\"), Ticket.reference.ilike(pattern, escape="\\"))
+        )
+    start, end = local_range(query.created_after, query.created_before, query.timezone)
+    check_range(start, end, "created_after")
+    if start is not None:
+        conditions.append(Ticket.created_at >= start)
+    if end is not None:
+        conditions.append(Ticket.created_at < end)
+    statement = (
+        select(Ticket)
+        .where(*conditions)
+        .order_by(Ticket.created_at.desc(), Ticket.number.desc())
+        .options(*TICKET_LOAD)
+    )
+    return paginate(statement, offset=query.offset, limit=query.limit)
+
+
+# -------------------------------------------------------------------------------- projects, ticket types
+
+NAMED = {"projects": (Project, "Project"), "ticket-types": (TicketType, "Ticket type")}
+
+
+def list_named(organization_id: uuid.UUID, kind: str) -> list[Any]:
+    model, _ = NAMED[kind]
+    return list(
+        db.session.scalars(
+            select(model).where(model.organization_id == organization_id).order_by(model.name, model.id)
+        )
+    )
+
+
+def create_named(organization_id: uuid.UUID, kind: str, fields: dict[str, Any]) -> Any:
+    model, _ = NAMED[kind]
+    item = model(organization_id=organization_id, name=fields["name"], description=fields.get("description"))
+    db.session.add(item)
+    db.session.commit()
+    return item
+
+
+def get_named(organization_id: uuid.UUID, kind: str, item_id: uuid.UUID) -> Any:
+    model, resource = NAMED[kind]
+    return scoped(model, organization_id, item_id, resource)
+
+
+def update_named(organization_id: uuid.UUID, kind: str, item_id: uuid.UUID, changes: dict[str, Any]) -> Any:
+    item = get_named(organization_id, kind, item_id)
+    if changes.get("name") is not None:
+        item.name = changes["name"]
+    if "description" in changes:
+        item.description = changes["description"]
+    db.session.commit()
+    return item
+
+
+def delete_named(organization_id: uuid.UUID, kind: str, item_id: uuid.UUID) -> None:
+    """Tickets that pointed at it keep existing with the field cleared (ON DELETE SET NULL)."""
+    item = get_named(organization_id, kind, item_id)
+    db.session.delete(item)
+    db.session.commit()

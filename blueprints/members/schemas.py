@@ -428,7 +428,7 @@ class ToolSetting(BaseModel):
 
 def _email(value: str) -> str:
     try:
-        return validate_email(value, check_deliverability=False).normalized
+        return validate_email(value, check_deliverability=False, test_environment=True).normalized
     except EmailNotValidError as exc:
         raise ValueError(f"not a valid e-mail address: {value!r}") from exc
 

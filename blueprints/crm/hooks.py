@@ -127,7 +127,7 @@ class ExtractiveSummarizer:
 
         best = sorted(sentences, key=lambda item: (-score(item[2]), item[0]))[: self.max_sentences]
         picked = [
-            f"{'Contact' if d in ('inbound', 'incoming', 'in', 'contact') else 'Agent'}: {s}"
+            f"{'CrmContact' if d in ('inbound', 'incoming', 'in', 'contact') else 'Agent'}: {s}"
             for _, d, s in sorted(best)
         ]
         text = " ".join([header, *picked])

@@ -90,7 +90,7 @@ class Stage(UUIDPrimaryKeyMixin, TimestampMixin, db.Model):
     pipeline: Mapped[Pipeline] = relationship(back_populates="stages", lazy="raise")
 
 
-class Account(UUIDPrimaryKeyMixin, TimestampMixin, db.Model):
+class CrmAccount(UUIDPrimaryKeyMixin, TimestampMixin, db.Model):
     """A company to which contacts link."""
 
     __tablename__ = "crm_accounts"
@@ -107,7 +107,7 @@ class Account(UUIDPrimaryKeyMixin, TimestampMixin, db.Model):
     )
 
 
-class Contact(UUIDPrimaryKeyMixin, TimestampMixin, db.Model):
+class CrmContact(UUIDPrimaryKeyMixin, TimestampMixin, db.Model):
     __tablename__ = "crm_contacts"
 
     organization_id: Mapped[uuid.UUID] = mapped_column(_org_fk(), index=True)
@@ -143,7 +143,7 @@ class ContactIdentity(UUIDPrimaryKeyMixin, db.Model):
     value: Mapped[str] = mapped_column(String(320))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
-    contact: Mapped[Contact] = relationship(back_populates="identities", lazy="raise")
+    contact: Mapped[CrmContact] = relationship(back_populates="identities", lazy="raise")
 
 
 class AccountContact(db.Model):
@@ -158,8 +158,8 @@ class AccountContact(db.Model):
     role: Mapped[str | None] = mapped_column(String(120))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
-    account: Mapped[Account] = relationship(back_populates="contact_links", lazy="raise")
-    contact: Mapped[Contact] = relationship(back_populates="account_links", lazy="raise")
+    account: Mapped[CrmAccount] = relationship(back_populates="contact_links", lazy="raise")
+    contact: Mapped[CrmContact] = relationship(back_populates="account_links", lazy="raise")
 
 
 class Deal(UUIDPrimaryKeyMixin, TimestampMixin, db.Model):
@@ -290,7 +290,7 @@ class DealActivity(UUIDPrimaryKeyMixin, db.Model):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
-class Project(UUIDPrimaryKeyMixin, TimestampMixin, db.Model):
+class CrmProject(UUIDPrimaryKeyMixin, TimestampMixin, db.Model):
     __tablename__ = "crm_projects"
 
     organization_id: Mapped[uuid.UUID] = mapped_column(_org_fk(), index=True)
@@ -368,7 +368,7 @@ class TicketStateChange(UUIDPrimaryKeyMixin, db.Model):
     changed_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
-class Task(UUIDPrimaryKeyMixin, TimestampMixin, db.Model):
+class CrmTask(UUIDPrimaryKeyMixin, TimestampMixin, db.Model):
     __tablename__ = "crm_tasks"
 
     organization_id: Mapped[uuid.UUID] = mapped_column(_org_fk(), index=True)
@@ -396,5 +396,5 @@ class Task(UUIDPrimaryKeyMixin, TimestampMixin, db.Model):
 
     deal: Mapped[Deal | None] = relationship(lazy="raise")
     ticket: Mapped[Ticket | None] = relationship(lazy="raise")
-    contact: Mapped[Contact | None] = relationship(lazy="raise")
-    account: Mapped[Account | None] = relationship(lazy="raise")
+    contact: Mapped[CrmContact | None] = relationship(lazy="raise")
+    account: Mapped[CrmAccount | None] = relationship(lazy="raise")

@@ -56,6 +56,20 @@ def money_str(value: Decimal | None, currency: str) -> str:
     return format(round_money(value if value is not None else Decimal(0), currency), "f")
 
 
+PRICE_PLACES = 4  # unit prices may be finer than the currency (0.0125 USD per message); totals never are
+
+
+def round_price(value: Decimal) -> Decimal:
+    return value.quantize(Decimal(1).scaleb(-PRICE_PLACES), rounding=ROUND_HALF_UP) + 0
+
+
+def price_str(value: Decimal, currency: str) -> str:
+    """A unit price with at least the currency's minor units and at most 4 places (``"10.50"``,
+    ``"0.0125"``, CLP ``"1500"``)."""
+    places = max(minor_units(currency), -min(value.normalize().as_tuple().exponent, 0))  # type: ignore[operator]
+    return format(value.quantize(Decimal(1).scaleb(-min(places, PRICE_PLACES)), rounding=ROUND_HALF_UP), "f")
+
+
 def number_out(value: Decimal | None) -> int | float | None:
     """A quantity as a JSON number: an integer when it has no fraction."""
     if value is None:

@@ -8,22 +8,22 @@ from datetime import timedelta
 from typing import Any
 
 from blueprints.crm.models import (
-    Account,
-    Contact,
+    CrmAccount,
+    CrmContact,
     Deal,
     DealActivity,
     DealConversation,
     DealLineItem,
     ExchangeRate,
     Pipeline,
-    Project,
+    CrmProject,
     Stage,
-    Task,
+    CrmTask,
     Ticket,
     TicketStateChange,
     TicketType,
 )
-from blueprints.crm.money import decimal_str, money_str, number_out
+from blueprints.crm.money import decimal_str, money_str, number_out, price_str
 from core.db import isoformat, utcnow
 
 
@@ -72,7 +72,7 @@ def line_item_out(item: DealLineItem) -> dict[str, Any]:
         "product_id": _id(item.product_id),
         "name": item.name,
         "quantity": number_out(item.quantity),
-        "unit_price": money_str(item.unit_price, item.currency),
+        "unit_price": price_str(item.unit_price, item.currency),
         "discount": money_str(item.discount, item.currency),
         "total": money_str(item.total, item.currency),
         "currency": item.currency,
@@ -183,7 +183,7 @@ def state_change_out(change: TicketStateChange) -> dict[str, Any]:
     }
 
 
-def named_out(item: Project | TicketType) -> dict[str, Any]:
+def named_out(item: CrmProject | TicketType) -> dict[str, Any]:
     return {
         "id": str(item.id),
         "name": item.name,
@@ -193,7 +193,7 @@ def named_out(item: Project | TicketType) -> dict[str, Any]:
     }
 
 
-def task_out(task: Task) -> dict[str, Any]:
+def task_out(task: CrmTask) -> dict[str, Any]:
     deal, ticket, contact, account = task.deal, task.ticket, task.contact, task.account
     return {
         "id": str(task.id),
@@ -221,7 +221,7 @@ def task_out(task: Task) -> dict[str, Any]:
     }
 
 
-def contact_out(contact: Contact) -> dict[str, Any]:
+def contact_out(contact: CrmContact) -> dict[str, Any]:
     return {
         "id": str(contact.id),
         "name": contact.name,
@@ -240,7 +240,7 @@ def contact_out(contact: Contact) -> dict[str, Any]:
     }
 
 
-def account_out(account: Account) -> dict[str, Any]:
+def account_out(account: CrmAccount) -> dict[str, Any]:
     return {
         "id": str(account.id),
         "name": account.name,

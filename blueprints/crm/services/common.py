@@ -10,7 +10,7 @@ from sqlalchemy import update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from blueprints.crm.models import Account, Contact, CrmSettings, Project, TicketType
+from blueprints.crm.models import CrmAccount, CrmContact, CrmSettings, CrmProject, TicketType
 from core.db import db, utcnow
 from core.errors import ApiError, not_found
 from core.timeutil import day_end, day_start, get_zone
@@ -38,11 +38,11 @@ def check_refs(
 ) -> None:
     """404 when a referenced contact, account, project or ticket type is not the caller's."""
     if contact_id is not None:
-        scoped(Contact, organization_id, contact_id, "Contact")
+        scoped(CrmContact, organization_id, contact_id, "Contact")
     if account_id is not None:
-        scoped(Account, organization_id, account_id, "Account")
+        scoped(CrmAccount, organization_id, account_id, "Account")
     if project_id is not None:
-        scoped(Project, organization_id, project_id, "Project")
+        scoped(CrmProject, organization_id, project_id, "Project")
     if ticket_type_id is not None:
         scoped(TicketType, organization_id, ticket_type_id, "Ticket type")
 

@@ -13,12 +13,12 @@ from sqlalchemy.orm import selectinload
 
 from blueprints.crm import hooks
 from blueprints.crm.models import (
-    Account,
+    CrmAccount,
     AccountContact,
-    Contact,
+    CrmContact,
     ContactIdentity,
     DealContact,
-    Task,
+    CrmTask,
     Ticket,
 )
 from blueprints.crm.services.common import like_pattern, scoped
@@ -28,10 +28,10 @@ from core.pagination import Page, paginate
 from core.phones import InvalidPhoneNumber, normalize_phone
 
 CONTACT_LOAD = (
-    selectinload(Contact.identities),
-    selectinload(Contact.account_links).joinedload(AccountContact.account),
+    selectinload(CrmContact.identities),
+    selectinload(CrmContact.account_links).joinedload(AccountContact.account),
 )
-ACCOUNT_LOAD = (selectinload(Account.contact_links).joinedload(AccountContact.contact),)
+ACCOUNT_LOAD = (selectinload(CrmAccount.contact_links).joinedload(AccountContact.contact),)
 
 
 def normalize_identity(kind: str, value: str, param: str = "value") -> str:
@@ -51,10 +51,10 @@ def _duplicate(kind: str, value: str) -> ApiError:
     return ApiError(409, f"A contact with the {kind} {value} already exists", param="identities")
 
 
-def get_contact(organization_id: uuid.UUID, contact_id: uuid.UUID) -> Contact:
+def get_contact(organization_id: uuid.UUID, contact_id: uuid.UUID) -> CrmContact:
     contact = db.session.scalars(
-        select(Contact)
-        .where(Contact.id == contact_id, Contact.organization_id == organization_id)
+        select(CrmContact)
+        .where(CrmContact.id == contact_id, CrmContact.organization_id == organization_id)
         .options(*CONTACT_LOAD)
         .execution_options(populate_existing=True)
     ).first()
@@ -63,7 +63,7 @@ def get_contact(organization_id: uuid.UUID, contact_id: uuid.UUID) -> Contact:
     return contact
 
 
-def _add_identity(contact: Contact, kind: str, raw: str, param: str) -> ContactIdentity:
+def _add_identity(contact: CrmContact, kind: str, raw: str, param: str) -> ContactIdentity:
     value = normalize_identity(kind, raw, param)
     taken = db.session.scalar(
         select(ContactIdentity.contact_id).where(
@@ -89,9 +89,9 @@ def _commit_identities(kind_value: str) -> None:
         raise ApiError(409, f"A contact with this {kind_value} already exists", param="identities") from None
 
 
-def create_contact(organization_id: uuid.UUID, fields: dict[str, Any]) -> Contact:
+def create_contact(organization_id: uuid.UUID, fields: dict[str, Any]) -> CrmContact:
     now = utcnow()
-    contact = Contact(
+    contact = CrmContact(
         organization_id=organization_id,
         name=fields["name"],
         job_title=fields.get("job_title"),
@@ -105,13 +105,13 @@ def create_contact(organization_id: uuid.UUID, fields: dict[str, Any]) -> Contac
     for index, identity in enumerate(fields.get("identities") or []):
         _add_identity(contact, identity["kind"], identity["value"], f"identities.{index}.value")
     for account_id in dict.fromkeys(fields.get("account_ids") or []):
-        scoped(Account, organization_id, account_id, "Account")
+        scoped(CrmAccount, organization_id, account_id, "Account")
         contact.account_links.append(AccountContact(account_id=account_id, created_at=now))
     _commit_identities("identity")
     return get_contact(organization_id, contact.id)
 
 
-def update_contact(organization_id: uuid.UUID, contact_id: uuid.UUID, changes: dict[str, Any]) -> Contact:
+def update_contact(organization_id: uuid.UUID, contact_id: uuid.UUID, changes: dict[str, Any]) -> CrmContact:
     contact = get_contact(organization_id, contact_id)
     if changes.get("name") is not None:
         contact.name = changes["name"]
@@ -130,7 +130,7 @@ def delete_contact(organization_id: uuid.UUID, contact_id: uuid.UUID) -> None:
     db.session.commit()
 
 
-def add_identity(organization_id: uuid.UUID, contact_id: uuid.UUID, kind: str, value: str) -> Contact:
+def add_identity(organization_id: uuid.UUID, contact_id: uuid.UUID, kind: str, value: str) -> CrmContact:
     contact = get_contact(organization_id, contact_id)
     _add_identity(contact, kind, value, "value")
     contact.updated_at = utcnow()
@@ -138,7 +138,7 @@ def add_identity(organization_id: uuid.UUID, contact_id: uuid.UUID, kind: str, v
     return get_contact(organization_id, contact.id)
 
 
-def remove_identity(organization_id: uuid.UUID, contact_id: uuid.UUID, identity_id: uuid.UUID) -> Contact:
+def remove_identity(organization_id: uuid.UUID, contact_id: uuid.UUID, identity_id: uuid.UUID) -> CrmContact:
     contact = get_contact(organization_id, contact_id)
     identity = next((i for i in contact.identities if i.id == identity_id), None)
     if identity is None:
@@ -149,25 +149,27 @@ def remove_identity(organization_id: uuid.UUID, contact_id: uuid.UUID, identity_
     return get_contact(organization_id, contact.id)
 
 
-def list_contacts(organization_id: uuid.UUID, query: Any) -> Page[Contact]:
-    conditions: list[Any] = [Contact.organization_id == organization_id]
+def list_contacts(organization_id: uuid.UUID, query: Any) -> Page[CrmContact]:
+    conditions: list[Any] = [CrmContact.organization_id == organization_id]
     if query.search:
         patterns = [like_pattern(query.search)]
         # A phone typed any way ("+52 55 1234 5678", "5215512345678") is searched in its E.164 form too.
         with contextlib.suppress(InvalidPhoneNumber):
             patterns.append(like_pattern(normalize_phone(query.search)))
         identity_match = exists().where(
-            ContactIdentity.contact_id == Contact.id,
+            ContactIdentity.contact_id == CrmContact.id,
             or_(*[ContactIdentity.value.ilike(p, escape="\\") for p in patterns]),
         )
-        conditions.append(or_(Contact.name.ilike(patterns[0], escape="\\"), identity_match))
+        conditions.append(or_(CrmContact.name.ilike(patterns[0], escape="\\"), identity_match))
     if query.account_id is not None:
         conditions.append(
             exists().where(
-                AccountContact.contact_id == Contact.id, AccountContact.account_id == query.account_id
+                AccountContact.contact_id == CrmContact.id, AccountContact.account_id == query.account_id
             )
         )
-    statement = select(Contact).where(*conditions).order_by(Contact.name, Contact.id).options(*CONTACT_LOAD)
+    statement = (
+        select(CrmContact).where(*conditions).order_by(CrmContact.name, CrmContact.id).options(*CONTACT_LOAD)
+    )
     return paginate(statement, offset=query.offset, limit=query.limit)
 
 
@@ -211,8 +213,8 @@ def merge_contacts(organization_id: uuid.UUID, target_id: uuid.UUID, source_id: 
         .execution_options(synchronize_session=False)
     ).rowcount  # type: ignore[attr-defined]
     moved["tasks"] = db.session.execute(
-        update(Task)
-        .where(Task.organization_id == organization_id, Task.contact_id == source.id)
+        update(CrmTask)
+        .where(CrmTask.organization_id == organization_id, CrmTask.contact_id == source.id)
         .values(contact_id=target.id)
         .execution_options(synchronize_session=False)
     ).rowcount  # type: ignore[attr-defined]
@@ -228,7 +230,7 @@ def merge_contacts(organization_id: uuid.UUID, target_id: uuid.UUID, source_id: 
     moved["accounts"] = accounts
     moved["conversations"] = hooks.run_contact_merge_hooks(organization_id, source.id, target.id)
     db.session.flush()
-    db.session.execute(delete(Contact).where(Contact.id == source.id))
+    db.session.execute(delete(CrmContact).where(CrmContact.id == source.id))
     target.updated_at = utcnow()
     db.session.commit()
     return {
@@ -241,10 +243,10 @@ def merge_contacts(organization_id: uuid.UUID, target_id: uuid.UUID, source_id: 
 # ----------------------------------------------------------------------------------------------- accounts
 
 
-def get_account(organization_id: uuid.UUID, account_id: uuid.UUID) -> Account:
+def get_account(organization_id: uuid.UUID, account_id: uuid.UUID) -> CrmAccount:
     account = db.session.scalars(
-        select(Account)
-        .where(Account.id == account_id, Account.organization_id == organization_id)
+        select(CrmAccount)
+        .where(CrmAccount.id == account_id, CrmAccount.organization_id == organization_id)
         .options(*ACCOUNT_LOAD)
         .execution_options(populate_existing=True)
     ).first()
@@ -256,9 +258,9 @@ def get_account(organization_id: uuid.UUID, account_id: uuid.UUID) -> Account:
 ACCOUNT_FIELDS = ("domain", "industry", "phone", "notes")
 
 
-def create_account(organization_id: uuid.UUID, fields: dict[str, Any]) -> Account:
+def create_account(organization_id: uuid.UUID, fields: dict[str, Any]) -> CrmAccount:
     now = utcnow()
-    account = Account(
+    account = CrmAccount(
         organization_id=organization_id,
         name=fields["name"],
         created_at=now,
@@ -270,7 +272,7 @@ def create_account(organization_id: uuid.UUID, fields: dict[str, Any]) -> Accoun
     return get_account(organization_id, account.id)
 
 
-def update_account(organization_id: uuid.UUID, account_id: uuid.UUID, changes: dict[str, Any]) -> Account:
+def update_account(organization_id: uuid.UUID, account_id: uuid.UUID, changes: dict[str, Any]) -> CrmAccount:
     account = get_account(organization_id, account_id)
     if changes.get("name") is not None:
         account.name = changes["name"]
@@ -289,22 +291,24 @@ def delete_account(organization_id: uuid.UUID, account_id: uuid.UUID) -> None:
     db.session.commit()
 
 
-def list_accounts(organization_id: uuid.UUID, query: Any) -> Page[Account]:
-    conditions: list[Any] = [Account.organization_id == organization_id]
+def list_accounts(organization_id: uuid.UUID, query: Any) -> Page[CrmAccount]:
+    conditions: list[Any] = [CrmAccount.organization_id == organization_id]
     if query.search:
         pattern = like_pattern(query.search)
         conditions.append(
-            or_(Account.name.ilike(pattern, escape="\\"), Account.domain.ilike(pattern, escape="\\"))
+            or_(CrmAccount.name.ilike(pattern, escape="\\"), CrmAccount.domain.ilike(pattern, escape="\\"))
         )
-    statement = select(Account).where(*conditions).order_by(Account.name, Account.id).options(*ACCOUNT_LOAD)
+    statement = (
+        select(CrmAccount).where(*conditions).order_by(CrmAccount.name, CrmAccount.id).options(*ACCOUNT_LOAD)
+    )
     return paginate(statement, offset=query.offset, limit=query.limit)
 
 
 def link_contact(
     organization_id: uuid.UUID, account_id: uuid.UUID, contact_id: uuid.UUID, role: str | None
-) -> Account:
+) -> CrmAccount:
     account = get_account(organization_id, account_id)
-    scoped(Contact, organization_id, contact_id, "Contact")
+    scoped(CrmContact, organization_id, contact_id, "Contact")
     existing = next((link for link in account.contact_links if link.contact_id == contact_id), None)
     if existing is None:
         account.contact_links.append(AccountContact(contact_id=contact_id, role=role, created_at=utcnow()))
@@ -317,7 +321,7 @@ def link_contact(
     return get_account(organization_id, account_id)
 
 
-def unlink_contact(organization_id: uuid.UUID, account_id: uuid.UUID, contact_id: uuid.UUID) -> Account:
+def unlink_contact(organization_id: uuid.UUID, account_id: uuid.UUID, contact_id: uuid.UUID) -> CrmAccount:
     account = get_account(organization_id, account_id)
     link = next((link for link in account.contact_links if link.contact_id == contact_id), None)
     if link is None:

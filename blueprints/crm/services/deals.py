@@ -14,7 +14,7 @@ from sqlalchemy.orm import joinedload, selectinload
 
 from blueprints.crm import hooks
 from blueprints.crm.models import (
-    Contact,
+    CrmContact,
     Deal,
     DealActivity,
     DealContact,
@@ -24,7 +24,7 @@ from blueprints.crm.models import (
     Pipeline,
     Stage,
 )
-from blueprints.crm.money import money_str, round_money
+from blueprints.crm.money import money_str, round_money, round_price
 from blueprints.crm.services.common import (
     check_range,
     check_refs,
@@ -156,7 +156,9 @@ def _set_contacts(organization_id: uuid.UUID, deal: Deal, contacts: list[dict[st
     if wanted:
         found = set(
             db.session.scalars(
-                select(Contact.id).where(Contact.organization_id == organization_id, Contact.id.in_(wanted))
+                select(CrmContact.id).where(
+                    CrmContact.organization_id == organization_id, CrmContact.id.in_(wanted)
+                )
             )
         )
         if found != set(wanted):
@@ -387,7 +389,9 @@ def list_deals(organization_id: uuid.UUID, query: Any) -> Page[Deal]:
 
 
 def line_item_total(quantity: Decimal, unit_price: Decimal, discount: Decimal, currency: str) -> Decimal:
-    """quantity x unit_price - discount, floored at 0, rounded half-up to the currency's minor units."""
+    """quantity x unit_price - discount, floored at 0, rounded half-up to the currency's minor units.
+    Quantity and unit price are multiplied exactly (unit prices keep up to 4 places); only the total
+    is rounded, once."""
     return round_money(max(quantity * unit_price - discount, Decimal(0)), currency)
 
 
@@ -431,7 +435,7 @@ def add_line_item(
 ) -> DealLineItem:
     deal = get_deal(organization_id, deal_id)
     currency = _check_currency(deal, fields.get("currency"))
-    quantity, unit_price = fields["quantity"], round_money(fields["unit_price"], currency)
+    quantity, unit_price = fields["quantity"], round_price(fields["unit_price"])
     discount = round_money(fields.get("discount") or Decimal(0), currency)
     now = utcnow()
     item = DealLineItem(
@@ -468,9 +472,10 @@ def update_line_item(
     for name in ("name", "quantity"):
         if changes.get(name) is not None:
             setattr(item, name, changes[name])
-    for name in ("unit_price", "discount"):
-        if changes.get(name) is not None:
-            setattr(item, name, round_money(changes[name], item.currency))
+    if changes.get("unit_price") is not None:
+        item.unit_price = round_price(changes["unit_price"])
+    if changes.get("discount") is not None:
+        item.discount = round_money(changes["discount"], item.currency)
     for name in ("product_id", "sku", "notes"):
         if name in changes:
             setattr(item, name, changes[name])

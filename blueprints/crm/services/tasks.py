@@ -9,17 +9,17 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import selectinload
 
-from blueprints.crm.models import Deal, Task, Ticket
+from blueprints.crm.models import Deal, CrmTask, Ticket
 from blueprints.crm.services.common import check_range, check_refs, like_pattern, local_range, scoped
 from core.db import db, utcnow
 from core.errors import not_found
 from core.pagination import Page, paginate
 
 TASK_LOAD = (
-    selectinload(Task.deal),
-    selectinload(Task.ticket),
-    selectinload(Task.contact),
-    selectinload(Task.account),
+    selectinload(CrmTask.deal),
+    selectinload(CrmTask.ticket),
+    selectinload(CrmTask.contact),
+    selectinload(CrmTask.account),
 )
 
 
@@ -29,10 +29,12 @@ def _aware(value: datetime | None) -> datetime | None:
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
-def get_task(organization_id: uuid.UUID, task_id: uuid.UUID) -> Task:
+def get_task(organization_id: uuid.UUID, task_id: uuid.UUID) -> CrmTask:
     task = db.session.scalars(
-        select(Task)
-        .where(Task.id == task_id, Task.organization_id == organization_id, Task.deleted_at.is_(None))
+        select(CrmTask)
+        .where(
+            CrmTask.id == task_id, CrmTask.organization_id == organization_id, CrmTask.deleted_at.is_(None)
+        )
         .options(*TASK_LOAD)
         .execution_options(populate_existing=True)
     ).first()
@@ -54,10 +56,10 @@ def _check_links(organization_id: uuid.UUID, fields: dict[str, Any]) -> None:
 LINKS = ("owner_id", "deal_id", "ticket_id", "contact_id", "account_id")
 
 
-def create_task(organization_id: uuid.UUID, fields: dict[str, Any]) -> Task:
+def create_task(organization_id: uuid.UUID, fields: dict[str, Any]) -> CrmTask:
     _check_links(organization_id, fields)
     now = utcnow()
-    task = Task(
+    task = CrmTask(
         organization_id=organization_id,
         title=fields["title"],
         type=fields.get("type") or "to_do",
@@ -74,14 +76,14 @@ def create_task(organization_id: uuid.UUID, fields: dict[str, Any]) -> Task:
     return get_task(organization_id, task.id)
 
 
-def _set_status(task: Task, status: str) -> None:
+def _set_status(task: CrmTask, status: str) -> None:
     if status == task.status:
         return
     task.status = status
     task.completed_at = utcnow() if status == "completed" else None
 
 
-def update_task(organization_id: uuid.UUID, task_id: uuid.UUID, changes: dict[str, Any]) -> Task:
+def update_task(organization_id: uuid.UUID, task_id: uuid.UUID, changes: dict[str, Any]) -> CrmTask:
     """Only the fields sent change; a field sent as null is cleared (where it may be null)."""
     task = get_task(organization_id, task_id)
     _check_links(organization_id, changes)
@@ -100,7 +102,7 @@ def update_task(organization_id: uuid.UUID, task_id: uuid.UUID, changes: dict[st
     return get_task(organization_id, task.id)
 
 
-def complete_task(organization_id: uuid.UUID, task_id: uuid.UUID) -> Task:
+def complete_task(organization_id: uuid.UUID, task_id: uuid.UUID) -> CrmTask:
     """Idempotent: completing a completed task keeps its first ``completed_at``."""
     task = get_task(organization_id, task_id)
     if task.status != "completed":
@@ -116,8 +118,8 @@ def delete_task(organization_id: uuid.UUID, task_id: uuid.UUID) -> None:
     db.session.commit()
 
 
-def list_tasks(organization_id: uuid.UUID, query: Any) -> Page[Task]:
-    conditions = [Task.organization_id == organization_id, Task.deleted_at.is_(None)]
+def list_tasks(organization_id: uuid.UUID, query: Any) -> Page[CrmTask]:
+    conditions = [CrmTask.organization_id == organization_id, CrmTask.deleted_at.is_(None)]
     for name in (
         "owner_id",
         "status",
@@ -130,30 +132,34 @@ def list_tasks(organization_id: uuid.UUID, query: Any) -> Page[Task]:
     ):
         value = getattr(query, name)
         if value is not None:
-            conditions.append(getattr(Task, name) == value)
+            conditions.append(getattr(CrmTask, name) == value)
     if query.is_completed is True:
-        conditions.append(Task.status == "completed")
+        conditions.append(CrmTask.status == "completed")
     elif query.is_completed is False:
-        conditions.append(Task.status != "completed")
+        conditions.append(CrmTask.status != "completed")
     if query.overdue is True:
-        conditions += [Task.status != "completed", Task.due_date.is_not(None), Task.due_date < utcnow()]
+        conditions += [
+            CrmTask.status != "completed",
+            CrmTask.due_date.is_not(None),
+            CrmTask.due_date < utcnow(),
+        ]
     elif query.overdue is False:
         conditions.append(
-            (Task.status == "completed") | Task.due_date.is_(None) | (Task.due_date >= utcnow())
+            (CrmTask.status == "completed") | CrmTask.due_date.is_(None) | (CrmTask.due_date >= utcnow())
         )
     start, end = local_range(query.due_after, query.due_before, query.timezone)
     check_range(start, end, "due_after")
     if start is not None:
-        conditions.append(Task.due_date >= start)
+        conditions.append(CrmTask.due_date >= start)
     if end is not None:
-        conditions.append(Task.due_date < end)
+        conditions.append(CrmTask.due_date < end)
     if query.search:
-        conditions.append(Task.title.ilike(like_pattern(query.search), escape="\\"))
+        conditions.append(CrmTask.title.ilike(like_pattern(query.search), escape="\\"))
     # Soonest due first (undated last), then newest.
     statement = (
-        select(Task)
+        select(CrmTask)
         .where(*conditions)
-        .order_by(Task.due_date.asc().nulls_last(), Task.created_at.desc(), Task.id)
+        .order_by(CrmTask.due_date.asc().nulls_last(), CrmTask.created_at.desc(), CrmTask.id)
         .options(*TASK_LOAD)
     )
     return paginate(statement, offset=query.offset, limit=query.limit)

@@ -11,7 +11,7 @@ import nh3
 from sqlalchemy import func, or_, select
 from sqlalchemy.orm import selectinload
 
-from blueprints.crm.models import Project, Ticket, TicketConversation, TicketStateChange, TicketType
+from blueprints.crm.models import CrmProject, Ticket, TicketConversation, TicketStateChange, TicketType
 from blueprints.crm.services.common import (
     check_range,
     check_refs,
@@ -264,7 +264,7 @@ def list_tickets(organization_id: uuid.UUID, query: Any) -> Page[Ticket]:
 
 # -------------------------------------------------------------------------------- projects, ticket types
 
-NAMED = {"projects": (Project, "Project"), "ticket-types": (TicketType, "Ticket type")}
+NAMED = {"projects": (CrmProject, "Project"), "ticket-types": (TicketType, "Ticket type")}
 
 
 def list_named(organization_id: uuid.UUID, kind: str) -> list[Any]:

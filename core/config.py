@@ -55,6 +55,15 @@ def load_settings(overrides: dict[str, Any] | None = None) -> dict[str, Any]:
         "JWT_TTL_SECONDS": int(env.get("JWT_TTL_SECONDS", "3600")),
         "API_KEY_TOUCH_SECONDS": int(env.get("API_KEY_TOUCH_SECONDS", "60")),
         "SANDBOX_PREFIX": "/sandbox",
+        # Channels (see docs/channels.md). The Graph base URL carries the API version; tests point it at
+        # a loopback fake. Without META_APP_SECRET every webhook delivery is refused (nothing unsigned
+        # is ever stored). CHANNEL_TOKEN_KEY is a Fernet key for access tokens at rest; when unset it is
+        # derived from SECRET_KEY with HKDF.
+        "META_GRAPH_URL": env.get("META_GRAPH_URL") or "https://graph.facebook.com/v23.0",
+        "META_VERIFY_TOKEN": env.get("META_VERIFY_TOKEN") or None,
+        "META_APP_SECRET": env.get("META_APP_SECRET") or None,
+        "META_HTTP_TIMEOUT": float(env.get("META_HTTP_TIMEOUT", "15")),
+        "CHANNEL_TOKEN_KEY": env.get("CHANNEL_TOKEN_KEY") or None,
     }
     settings.update(overrides)
     if not settings["SECRET_KEY"]:

@@ -143,6 +143,8 @@ _FORMATS_BY_PREFIX: dict[str, ErrorFormat] = {
     "/v2/voice/": MESSAGING,
     "/v1/organizations": MESSAGING,
     "/v1/partner/": TELECOM,
+    # Inbound provider webhooks (Meta): JSON errors like the messaging area they feed.
+    "/webhooks/": MESSAGING,
 }
 
 

@@ -14,7 +14,7 @@ import logging
 from typing import Any
 
 from flask import Flask, current_app, request
-from flask_socketio import SocketIO, join_room
+from flask_socketio import SocketIO, join_room, leave_room, rooms
 
 from core.environments import ENVIRONMENTS, in_environment
 from core.events import DomainEvent, add_sink, room_for
@@ -105,3 +105,46 @@ def _on_disconnect(*_reason: Any) -> None:
             handler(sid)
         except Exception:  # one failing handler must not keep the others from cleaning up
             log.exception("disconnect handler %r failed", handler)
+
+
+# Conversation rooms: a connected client asks to follow one conversation (``join_conversation`` with
+# ``{"conversation_id": ...}``; the acknowledgement says whether it joined). The area that owns
+# conversations registers a checker ``(organization_id, conversation_id) -> bool``, run in the
+# environment of each organization room the client is already in, so a client can only ever join
+# the conversations of its own organization and environment.
+_conversation_checkers: list[Any] = []
+
+
+def conversation_room(environment: str, conversation_id: str) -> str:
+    return f"{environment}:conversation:{conversation_id}"
+
+
+def add_conversation_checker(checker: Any) -> None:
+    if checker not in _conversation_checkers:
+        _conversation_checkers.append(checker)
+
+
+@socketio.on("join_conversation")
+def _on_join_conversation(data: Any = None) -> dict[str, Any]:
+    conversation_id = str((data or {}).get("conversation_id") or "") if isinstance(data, dict) else ""
+    if conversation_id:
+        for room in rooms():
+            environment, kind, organization_id = [*room.split(":", 2), "", ""][:3]
+            if kind != "org" or environment not in ENVIRONMENTS:
+                continue
+            with in_environment(current_app._get_current_object(), environment):  # type: ignore[attr-defined]
+                allowed = any(check(organization_id, conversation_id) for check in _conversation_checkers)
+            if allowed:
+                target = conversation_room(environment, conversation_id)
+                join_room(target)
+                return {"ok": True, "room": target}
+    return {"ok": False, "error": "Conversation not found"}
+
+
+@socketio.on("leave_conversation")
+def _on_leave_conversation(data: Any = None) -> dict[str, Any]:
+    conversation_id = str((data or {}).get("conversation_id") or "") if isinstance(data, dict) else ""
+    for room in rooms():
+        if room.endswith(f":conversation:{conversation_id}"):
+            leave_room(room)
+    return {"ok": True}

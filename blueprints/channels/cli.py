@@ -1,0 +1,139 @@
+"""``channels connect`` (connect a WhatsApp number, Instagram account or Facebook Page), ``channels list``
+and ``channels simulate-inbound`` (a message from a contact, for simulator addresses)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import uuid
+
+import click
+from flask import current_app
+from flask.cli import AppGroup
+
+from blueprints.channels import services
+from blueprints.channels.models import PROVIDERS, SERVICES
+from blueprints.channels.providers import uses_simulator
+from core.environments import ENVIRONMENTS, LIVE, in_environment
+from core.errors import ApiError
+
+channels_cli = AppGroup("channels", help="Channel connections (organization addresses).")
+ENV_CHOICES = [*ENVIRONMENTS, "all"]
+
+
+def _organization_id(value: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(value)
+    except ValueError:
+        raise click.ClickException(f"--org: not a UUID: {value!r}") from None
+
+
+@channels_cli.command("connect")
+@click.option("--org", "org_id", required=True, help="Organization id.")
+@click.option("--service", type=click.Choice(list(SERVICES)), required=True)
+@click.option("--address", required=True, help="WhatsApp phone-number id, Instagram account id or Page id.")
+@click.option("--phone-number", default=None, help="The number's display form, e.g. +5215512345678.")
+@click.option("--waba-id", default=None, help="WhatsApp Business Account id.")
+@click.option("--verified-name", default=None)
+@click.option("--access-token", default=None, help="Graph API token; '-' reads it from standard input.")
+@click.option("--provider", type=click.Choice(list(PROVIDERS)), default="meta", show_default=True)
+@click.option(
+    "--env",
+    "environment",
+    type=click.Choice(ENV_CHOICES),
+    default="all",
+    show_default=True,
+    help="Store(s) to connect in; the sandbox always sends through the simulator.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def connect(
+    org_id: str,
+    service: str,
+    address: str,
+    phone_number: str | None,
+    waba_id: str | None,
+    verified_name: str | None,
+    access_token: str | None,
+    provider: str,
+    environment: str,
+    as_json: bool,
+) -> None:
+    """Connect (or reconnect, e.g. with a new token) an organization address. Tokens are stored encrypted."""
+    organization_id = _organization_id(org_id)
+    if access_token == "-":
+        access_token = sys.stdin.readline().strip()
+    connection = services.Connection(
+        service=service,
+        address=address,
+        provider=provider,
+        phone_number=phone_number,
+        waba_id=waba_id,
+        verified_name=verified_name,
+        access_token=access_token or None,
+    )
+    app = current_app._get_current_object()  # type: ignore[attr-defined]
+    environments = list(ENVIRONMENTS) if environment == "all" else [environment]
+    result: dict[str, object] = {}
+    for name in environments:
+        with in_environment(app, name):
+            try:
+                record = services.connect_address(organization_id, connection)
+            except ApiError as error:
+                raise click.ClickException(f"{name}: {error.message}") from None
+            result = services.serialize_address(record)
+    result["environments"] = environments
+    if as_json:
+        click.echo(json.dumps(result))
+    else:
+        token = "with an access token" if result["has_access_token"] else "without an access token"
+        click.echo(
+            f"Connected {service} {address} for {organization_id} ({provider}, {token}) "
+            f"in {', '.join(environments)}"
+        )
+
+
+@channels_cli.command("list")
+@click.option("--org", "org_id", required=True)
+@click.option("--env", "environment", type=click.Choice(list(ENVIRONMENTS)), default=LIVE, show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+def list_command(org_id: str, environment: str, as_json: bool) -> None:
+    """List an organization's addresses (tokens are never shown)."""
+    organization_id = _organization_id(org_id)
+    app = current_app._get_current_object()  # type: ignore[attr-defined]
+    with in_environment(app, environment):
+        rows = [services.serialize_address(a) for a in services.list_addresses(organization_id)]
+    if as_json:
+        click.echo(json.dumps(rows))
+    else:
+        for row in rows:
+            click.echo(f"{row['service']:<10} {row['address']:<20} {row['status']:<16} {row['provider']}")
+
+
+@channels_cli.command("simulate-inbound")
+@click.option("--org", "org_id", required=True)
+@click.option("--address", required=True, help="The organization address receiving the message.")
+@click.option("--from", "sender", required=True, help="Contact number (WhatsApp) or PSID.")
+@click.option("--text", required=True)
+@click.option("--name", default=None, help="The contact's profile name.")
+@click.option("--env", "environment", type=click.Choice(list(ENVIRONMENTS)), default=LIVE, show_default=True)
+def simulate_inbound_command(
+    org_id: str, address: str, sender: str, text: str, name: str | None, environment: str
+) -> None:
+    """Store a message from a contact as if the provider had delivered it (simulator addresses only)."""
+    from blueprints.channels.simulator import simulate_inbound
+
+    organization_id = _organization_id(org_id)
+    app = current_app._get_current_object()  # type: ignore[attr-defined]
+    with in_environment(app, environment):
+        record = services.get_address(organization_id, address)
+        if record is None:
+            raise click.ClickException("Organization address not found")
+        if not uses_simulator(record):
+            raise click.ClickException(
+                "only simulator addresses (or the sandbox) can simulate inbound messages"
+            )
+        simulate_inbound(record.service, record.address, sender, text, name)
+    click.echo(f"inbound message from {sender} stored")
+
+
+COMMANDS = (channels_cli,)

@@ -1,0 +1,252 @@
+"""Storing what a webhook delivery (or the simulator) brought: messages, statuses, read watermarks.
+
+A delivery is one transaction. Deliveries are at-least-once and out of order, so:
+- a provider message id already stored (or repeated inside the delivery) is counted as a duplicate;
+- statuses only move forward and keep their timestamps (``threads.apply_status``);
+- a status for a message not stored yet waits in the backlog until the send stores the id;
+- two deliveries racing on the same message meet the unique constraint: the loser rolls back and runs
+  again, and then finds the message already there.
+The whole delivery costs a fixed number of queries (chunks of 500 ids), not one per message.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+
+from blueprints.channels.inbound import Event, InboundMessage, StatusUpdate, WatermarkUpdate
+from blueprints.channels.models import OrganizationAddress
+from blueprints.channels.services import addresses_by_provider_id
+from blueprints.messaging.models import INCOMING_STATUS, STATUS_RANK, Conversation, Message, StatusBacklog
+from blueprints.messaging.serialize import serialize_message
+from blueprints.messaging.threads import (
+    ThreadKey,
+    ThreadRequest,
+    apply_backlog,
+    apply_status,
+    chunks,
+    resolve_threads,
+)
+from core.db import db, isoformat
+from core.events import publish
+
+log = logging.getLogger(__name__)
+ATTEMPTS = 3
+
+
+@dataclass
+class IngestResult:
+    messages_created: int = 0
+    duplicates: int = 0
+    statuses_applied: int = 0
+    statuses_waiting: int = 0
+    unknown_addresses: set[tuple[str, str]] = field(default_factory=set)
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "messages_created": self.messages_created,
+            "duplicates": self.duplicates,
+            "statuses_applied": self.statuses_applied,
+            "statuses_waiting": self.statuses_waiting,
+            "unknown_addresses": sorted(f"{s}:{a}" for s, a in self.unknown_addresses),
+        }
+
+
+def ingest_events(events: Sequence[Event]) -> IngestResult:
+    for attempt in range(ATTEMPTS):
+        try:
+            return _ingest_once(events)
+        except IntegrityError:
+            # Another delivery stored the same message, contact or conversation first: start over.
+            db.session.rollback()
+            if attempt + 1 == ATTEMPTS:
+                raise
+            log.info("concurrent delivery stored the same rows; ingesting again")
+    raise AssertionError("unreachable")
+
+
+def _ingest_once(events: Sequence[Event]) -> IngestResult:
+    result = IngestResult()
+    addresses = addresses_by_provider_id({(e.service, e.organization_address) for e in events})
+    for event in events:
+        if (event.service, event.organization_address) not in addresses:
+            result.unknown_addresses.add((event.service, event.organization_address))
+    if result.unknown_addresses:
+        # Acknowledged, not retried forever: Meta would redeliver for days an address we will never know.
+        log.warning("webhook for unknown organization addresses: %s", sorted(result.unknown_addresses))
+
+    def address_of(event: Event) -> OrganizationAddress | None:
+        return addresses.get((event.service, event.organization_address))
+
+    _store_messages(
+        [(a, e) for e in events if isinstance(e, InboundMessage) and (a := address_of(e))], result
+    )
+    _apply_statuses([(a, e) for e in events if isinstance(e, StatusUpdate) and (a := address_of(e))], result)
+    _apply_watermarks(
+        [(a, e) for e in events if isinstance(e, WatermarkUpdate) and (a := address_of(e))], result
+    )
+    db.session.commit()
+    return result
+
+
+def _store_messages(items: list[tuple[OrganizationAddress, InboundMessage]], result: IngestResult) -> None:
+    unique: dict[tuple[uuid.UUID, str], tuple[OrganizationAddress, InboundMessage]] = {}
+    for address, event in items:
+        key = (address.organization_id, event.external_id)
+        if not event.external_id or key in unique:
+            result.duplicates += 1
+            continue
+        unique[key] = (address, event)
+    by_org: dict[uuid.UUID, list[str]] = defaultdict(list)
+    for organization_id, external_id in unique:
+        by_org[organization_id].append(external_id)
+    for organization_id, external_ids in by_org.items():
+        for part in chunks(external_ids):
+            for existing in db.session.scalars(
+                select(Message.external_id).where(
+                    Message.organization_id == organization_id, Message.external_id.in_(part)
+                )
+            ):
+                unique.pop((organization_id, existing), None)
+                result.duplicates += 1
+    if not unique:
+        return
+    fresh = sorted(unique.values(), key=lambda item: item[1].timestamp)
+    threads = resolve_threads(
+        ThreadRequest(
+            ThreadKey(address.organization_id, address.service, address.address, event.contact_address),
+            event.provider_contact_id if event.direction == "incoming" else None,
+            event.contact_name,
+        )
+        for address, event in fresh
+    )
+    created: list[Message] = []
+    for address, event in fresh:
+        thread = threads[
+            ThreadKey(address.organization_id, address.service, address.address, event.contact_address)
+        ]
+        conversation = thread.conversation
+        incoming = event.direction == "incoming"
+        message = Message(
+            id=uuid.uuid4(),
+            organization_id=address.organization_id,
+            conversation_id=conversation.id,
+            direction=event.direction,
+            service=address.service,
+            organization_address=address.address,
+            contact_address=event.contact_address,
+            external_id=event.external_id,
+            timestamp=event.timestamp,
+            content=event.content,
+            status={INCOMING_STATUS if incoming else "sent": isoformat(event.timestamp)},
+            current_status=INCOMING_STATUS if incoming else "sent",
+            reply_to=event.reply_to,
+        )
+        db.session.add(message)
+        created.append(message)
+        _touch(conversation, message)
+    db.session.flush()
+    apply_backlog([m for m in created if m.direction == "outgoing"])
+    for message in created:
+        publish("message.created", message.organization_id, serialize_message(message))
+    result.messages_created += len(created)
+
+
+def _touch(conversation: Conversation, message: Message) -> None:
+    """A new message renews the conversation; an incoming one re-opens and un-archives it and renews
+    the service window (from the provider's own timestamp, so a late delivery cannot shorten it)."""
+    if conversation.last_message_at is None or message.timestamp > conversation.last_message_at:
+        conversation.last_message_at = message.timestamp
+    if message.direction == "incoming":
+        if conversation.last_incoming_at is None or message.timestamp > conversation.last_incoming_at:
+            conversation.last_incoming_at = message.timestamp
+        conversation.archived_at = None
+        conversation.status = "active"
+
+
+def _apply_statuses(items: list[tuple[OrganizationAddress, StatusUpdate]], result: IngestResult) -> None:
+    if not items:
+        return
+    by_org: dict[uuid.UUID, set[str]] = defaultdict(set)
+    for address, event in items:
+        by_org[address.organization_id].add(event.external_id)
+    messages: dict[tuple[uuid.UUID, str], Message] = {}
+    waiting: set[tuple[uuid.UUID, str, str]] = set()
+    for organization_id, external_ids in by_org.items():
+        for part in chunks(sorted(external_ids)):
+            for message in db.session.scalars(
+                select(Message).where(
+                    Message.organization_id == organization_id, Message.external_id.in_(part)
+                )
+            ):
+                messages[(organization_id, message.external_id or "")] = message
+            for row in db.session.execute(
+                select(StatusBacklog.external_id, StatusBacklog.status).where(
+                    StatusBacklog.organization_id == organization_id, StatusBacklog.external_id.in_(part)
+                )
+            ):
+                waiting.add((organization_id, row.external_id, row.status))
+    changed: dict[uuid.UUID, Message] = {}
+    for address, event in items:
+        if event.status not in STATUS_RANK:
+            continue
+        message = messages.get((address.organization_id, event.external_id))
+        if message is None:
+            key = (address.organization_id, event.external_id, event.status)
+            if key not in waiting:
+                waiting.add(key)
+                db.session.add(
+                    StatusBacklog(
+                        organization_id=address.organization_id,
+                        external_id=event.external_id,
+                        status=event.status,
+                        timestamp=event.timestamp,
+                        error=event.error,
+                    )
+                )
+                result.statuses_waiting += 1
+            continue
+        if apply_status(message, event.status, event.timestamp, event.error):
+            changed[message.id] = message
+            result.statuses_applied += 1
+    _publish_updates(changed.values())
+
+
+def _apply_watermarks(items: list[tuple[OrganizationAddress, WatermarkUpdate]], result: IngestResult) -> None:
+    changed: dict[uuid.UUID, Message] = {}
+    for address, event in items:
+        conversation_ids = select(Conversation.id).where(
+            Conversation.organization_id == address.organization_id,
+            Conversation.organization_address == address.address,
+            Conversation.contact_address == event.contact_address,
+            Conversation.service == address.service,
+        )
+        statement = select(Message).where(
+            Message.organization_id == address.organization_id,
+            Message.direction == "outgoing",
+            Message.conversation_id.in_(conversation_ids),
+        )
+        if event.external_ids:
+            statement = statement.where(
+                (Message.timestamp <= event.watermark) | Message.external_id.in_(event.external_ids)
+            )
+        else:
+            statement = statement.where(Message.timestamp <= event.watermark)
+        for message in db.session.scalars(statement):
+            if message.current_status in ("pending", "failed"):
+                continue
+            if apply_status(message, event.status, event.watermark):
+                changed[message.id] = message
+                result.statuses_applied += 1
+    _publish_updates(changed.values())
+
+
+def _publish_updates(messages: Iterable[Message]) -> None:
+    for message in messages:
+        publish("message.updated", message.organization_id, serialize_message(message))

@@ -1,0 +1,270 @@
+"""Wire shapes of the messaging area: request models (validation + OpenAPI) and response models."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, field_validator, model_validator
+
+from core.pagination import MAX_TAKE
+from core.timeutil import parse_iso_datetime
+from core.validation import RequestModel
+
+Service = Literal["whatsapp", "instagram", "messenger"]
+MEDIA_KINDS = ("image", "video", "audio", "document")
+TEXT_LIMIT = 4096  # WhatsApp's body limit (meta.md §1.2); Instagram's 1,000 bytes is checked per service
+CAPTION_LIMIT = 1024
+
+
+class OrgPath(BaseModel):
+    organization_id: str
+
+
+class MessagePath(OrgPath):
+    message_id: str
+
+
+class ConversationPath(OrgPath):
+    conversation_id: str
+
+
+class ContactPath(OrgPath):
+    contact_id: str
+
+
+class WindowPath(OrgPath):
+    address: str
+
+
+class FileIn(RequestModel):
+    uri: str = Field(min_length=1, max_length=2048, description="Public https URL of the media")
+    mime_type: str = Field(min_length=3, max_length=127)
+    filename: str | None = Field(None, max_length=255, description="Documents only")
+
+    @field_validator("uri")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        if not value.startswith(("https://", "http://")):
+            raise ValueError("must be an http(s) URL")
+        return value
+
+    @field_validator("mime_type")
+    @classmethod
+    def _mime(cls, value: str) -> str:
+        if "/" not in value:
+            raise ValueError("must be a MIME type such as image/jpeg")
+        return value.lower()
+
+
+class LocationIn(RequestModel):
+    latitude: float = Field(ge=-90, le=90)
+    longitude: float = Field(ge=-180, le=180)
+    name: str | None = Field(None, max_length=1000)
+    address: str | None = Field(None, max_length=1000)
+
+
+class ContentIn(RequestModel):
+    kind: Literal["text", "image", "video", "audio", "document", "location"]
+    text: str | None = Field(None, max_length=TEXT_LIMIT)
+    file: FileIn | None = None
+    location: LocationIn | None = None
+
+    @model_validator(mode="after")
+    def _by_kind(self) -> ContentIn:
+        if self.kind == "text":
+            if not self.text:
+                raise ValueError("text is required when kind is text")
+        elif self.kind in MEDIA_KINDS:
+            if self.file is None:
+                raise ValueError(f"file ({{uri, mime_type}}) is required when kind is {self.kind}")
+            if self.kind == "audio" and self.text:
+                raise ValueError("audio messages cannot carry a caption (text)")
+            if self.text and len(self.text) > CAPTION_LIMIT:
+                raise ValueError(f"a caption (text) is at most {CAPTION_LIMIT} characters")
+            family = self.file.mime_type.split("/", 1)[0]
+            if self.kind in ("image", "video", "audio") and family != self.kind:
+                raise ValueError(f"file.mime_type {self.file.mime_type} does not fit kind {self.kind}")
+        elif self.kind == "location" and self.location is None:
+            raise ValueError("location ({latitude, longitude}) is required when kind is location")
+        return self
+
+
+class SendMessageIn(RequestModel):
+    organization_address: str = Field(min_length=1, max_length=64)
+    service: Service
+    contact_address: str = Field(min_length=1, max_length=64, description="Recipient, without the +")
+    direction: Literal["outgoing"]
+    content: ContentIn
+    member_id: str | None = Field(None, max_length=64, description="The member sending, if any")
+
+
+class TemplateMedia(RequestModel):
+    link: str = Field(min_length=1, max_length=2048)
+
+
+class TemplateParameterIn(RequestModel):
+    type: Literal["text", "image", "video", "document"]
+    parameter_name: str | None = Field(None, max_length=64)
+    text: str | None = Field(None, max_length=TEXT_LIMIT)
+    image: TemplateMedia | None = None
+    video: TemplateMedia | None = None
+    document: TemplateMedia | None = None
+
+    @model_validator(mode="after")
+    def _value(self) -> TemplateParameterIn:
+        if self.type == "text" and self.text is None:
+            raise ValueError("text is required for a text parameter")
+        if self.type != "text" and getattr(self, self.type) is None:
+            raise ValueError(f"{self.type}.link is required for an {self.type} parameter")
+        return self
+
+
+class TemplateComponentIn(RequestModel):
+    type: Literal["header", "body", "buttons", "button"]
+    sub_type: str | None = Field(None, max_length=32)
+    index: int | None = Field(None, ge=0, le=9)
+    parameters: list[TemplateParameterIn] = Field(default_factory=list, max_length=100)
+
+
+class SendTemplateIn(RequestModel):
+    organization_address: str = Field(min_length=1, max_length=64)
+    to: str = Field(min_length=1, max_length=32, description="Recipient phone number, E.164")
+    meta_template_id: str = Field(min_length=1, max_length=64)
+    do_not_pause: bool = False
+    components: list[TemplateComponentIn] = Field(default_factory=list, max_length=20)
+    member_id: str | None = Field(None, max_length=64)
+
+
+class MessageListQuery(RequestModel):
+    conversation_id: uuid.UUID | None = None
+    direction: Literal["incoming", "outgoing"] | None = None
+    start_date: str | None = Field(None, description="ISO 8601 date or datetime, inclusive")
+    end_date: str | None = Field(None, description="ISO 8601; a bare date includes that whole day")
+    skip: int = Field(0, ge=0)
+    take: int = Field(20, ge=1, le=MAX_TAKE, description="The latest N, returned oldest first")
+
+    @field_validator("start_date", "end_date")
+    @classmethod
+    def _iso(cls, value: str | None) -> str | None:
+        if value:
+            parse_iso_datetime(value)
+        return value or None
+
+
+class WindowQuery(RequestModel):
+    organization_address: str = Field(min_length=1, max_length=64)
+
+
+class ContactAddressIn(RequestModel):
+    service: Service
+    address: str = Field(min_length=1, max_length=64)
+
+
+class ContactIn(RequestModel):
+    name: str | None = Field(None, max_length=200)
+    addresses: list[ContactAddressIn] = Field(default_factory=list, max_length=20)
+    crm_contact_id: str | None = Field(None, max_length=64)
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+class ContactPatch(RequestModel):
+    name: str | None = Field(None, max_length=200)
+    addresses: list[ContactAddressIn] | None = Field(None, max_length=20)
+    crm_contact_id: str | None = Field(None, max_length=64)
+    extra: dict[str, Any] | None = None
+
+
+class ContactListQuery(RequestModel):
+    skip: int = Field(0, ge=0)
+    take: int = Field(20, ge=1, le=MAX_TAKE)
+    search: str | None = Field(None, max_length=200, description="Name or address, case-insensitive")
+    service: Service | None = None
+    crm_contact_id: str | None = Field(None, max_length=64)
+
+
+# ---- responses (for the OpenAPI document; the views return plain dicts of these shapes) ----
+
+
+class MessageOut(BaseModel):
+    id: str
+    conversation_id: str
+    organization_id: str
+    direction: str
+    service: str
+    organization_address: str
+    contact_address: str
+    external_id: str | None
+    content: dict[str, Any] | None
+    template_name: str | None
+    template_language: str | None
+    template: dict[str, Any] | None
+    data: dict[str, Any] | None
+    status: dict[str, Any]
+    current_status: str
+    reply_to: str | None
+    member_id: str | None
+    timestamp: str
+    created_at: str
+    updated_at: str
+
+
+class MessageList(BaseModel):
+    data: list[MessageOut]
+    total: int
+    skip: int
+    take: int
+
+
+class ConversationContact(BaseModel):
+    id: str
+    name: str | None
+    address: str
+
+
+class ConversationOut(BaseModel):
+    id: str
+    organization_id: str
+    contact_id: str
+    organization_address: str
+    contact_address: str
+    service: str
+    status: str
+    name: str | None
+    extra: dict[str, Any]
+    last_message_at: str | None
+    last_incoming_at: str | None
+    ai_paused_at: str | None
+    broadcast_id: str | None
+    is_broadcast: bool
+    created_at: str
+    updated_at: str
+    contact: ConversationContact
+
+
+class ContactAddressOut(BaseModel):
+    service: str
+    address: str
+
+
+class ContactOut(BaseModel):
+    id: str
+    organization_id: str
+    name: str | None
+    crm_contact_id: str | None
+    extra: dict[str, Any]
+    addresses: list[ContactAddressOut]
+    created_at: str
+    updated_at: str
+
+
+class ContactList(BaseModel):
+    data: list[ContactOut]
+    total: int
+    skip: int
+    take: int
+
+
+class WindowOut(BaseModel):
+    status: Literal["open", "closed"]
+    expires_at: str | None = Field(None, description="When the open window closes (extension)")

@@ -70,7 +70,8 @@ def list_agents(
         )
     if category:
         statement = statement.where(func.lower(AgentConfig.business_category) == category.lower())
-    column = Member.name if sort == "name" else Member.created_at
+    # Case-insensitive name order, the same on SQLite (binary collation) and PostgreSQL.
+    column = func.lower(Member.name) if sort == "name" else Member.created_at
     direction = column.desc() if order == "desc" else column.asc()
     statement = statement.order_by(direction, Member.id.desc() if order == "desc" else Member.id.asc())
     page = paginate(statement, offset=offset, limit=limit, scalars=False)

@@ -55,6 +55,9 @@ def load_settings(overrides: dict[str, Any] | None = None) -> dict[str, Any]:
         "JWT_TTL_SECONDS": int(env.get("JWT_TTL_SECONDS", "3600")),
         "API_KEY_TOUCH_SECONDS": int(env.get("API_KEY_TOUCH_SECONDS", "60")),
         "SANDBOX_PREFIX": "/sandbox",
+        # Redis pub/sub channel of the Socket.IO message queue; a separate one isolates a deployment (or a
+        # test run) that shares a Redis server with others.
+        "SOCKETIO_CHANNEL": env.get("SOCKETIO_CHANNEL") or "agentdesk-socketio",
         # Channels (see docs/channels.md). The Graph base URL carries the API version; tests point it at
         # a loopback fake. Without META_APP_SECRET every webhook delivery is refused (nothing unsigned
         # is ever stored). CHANNEL_TOKEN_KEY is a Fernet key for access tokens at rest; when unset it is

@@ -10,7 +10,7 @@ from sqlalchemy import update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from blueprints.crm.models import CrmAccount, CrmContact, CrmSettings, CrmProject, TicketType
+from blueprints.crm.models import CrmAccount, CrmContact, CrmProject, CrmSettings, TicketType
 from core.db import db, utcnow
 from core.errors import ApiError, not_found
 from core.timeutil import day_end, day_start, get_zone
@@ -112,9 +112,10 @@ def next_deal_number(pipeline_id: uuid.UUID) -> int:
 
 
 def local_range(
-    after: date | None, before: date | None, timezone: str | None
+    after: date | None, before: date | None, timezone: str | None, name: str = "created_after"
 ) -> tuple[datetime | None, datetime | None]:
     """Inclusive local days as a half-open UTC range: ``[start of after, end of before)``."""
+    check_range(after, before, name)
     zone = get_zone(timezone)
     start = day_start(after, zone) if after else None
     end = day_end(before, zone) if before else None

@@ -13,12 +13,12 @@ from sqlalchemy.orm import selectinload
 
 from blueprints.crm import hooks
 from blueprints.crm.models import (
-    CrmAccount,
     AccountContact,
-    CrmContact,
     ContactIdentity,
-    DealContact,
+    CrmAccount,
+    CrmContact,
     CrmTask,
+    DealContact,
     Ticket,
 )
 from blueprints.crm.services.common import like_pattern, scoped

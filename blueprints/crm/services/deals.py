@@ -371,7 +371,6 @@ def list_deals(organization_id: uuid.UUID, query: Any) -> Page[Deal]:
     if close_before is not None:
         conditions.append(Deal.expected_close_date <= close_before)
     start, end = local_range(query.created_after, query.created_before, query.timezone)
-    check_range(start, end, "created_after")
     if start is not None:
         conditions.append(Deal.created_at >= start)
     if end is not None:

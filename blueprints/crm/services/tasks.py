@@ -9,8 +9,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import selectinload
 
-from blueprints.crm.models import Deal, CrmTask, Ticket
-from blueprints.crm.services.common import check_range, check_refs, like_pattern, local_range, scoped
+from blueprints.crm.models import CrmTask, Deal, Ticket
+from blueprints.crm.services.common import check_refs, like_pattern, local_range, scoped
 from core.db import db, utcnow
 from core.errors import not_found
 from core.pagination import Page, paginate
@@ -147,8 +147,7 @@ def list_tasks(organization_id: uuid.UUID, query: Any) -> Page[CrmTask]:
         conditions.append(
             (CrmTask.status == "completed") | CrmTask.due_date.is_(None) | (CrmTask.due_date >= utcnow())
         )
-    start, end = local_range(query.due_after, query.due_before, query.timezone)
-    check_range(start, end, "due_after")
+    start, end = local_range(query.due_after, query.due_before, query.timezone, "due_after")
     if start is not None:
         conditions.append(CrmTask.due_date >= start)
     if end is not None:

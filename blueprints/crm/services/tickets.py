@@ -13,7 +13,6 @@ from sqlalchemy.orm import selectinload
 
 from blueprints.crm.models import CrmProject, Ticket, TicketConversation, TicketStateChange, TicketType
 from blueprints.crm.services.common import (
-    check_range,
     check_refs,
     like_pattern,
     local_range,
@@ -248,7 +247,6 @@ def list_tickets(organization_id: uuid.UUID, query: Any) -> Page[Ticket]:
             or_(Ticket.title.ilike(pattern, escape="\\"), Ticket.reference.ilike(pattern, escape="\\"))
         )
     start, end = local_range(query.created_after, query.created_before, query.timezone)
-    check_range(start, end, "created_after")
     if start is not None:
         conditions.append(Ticket.created_at >= start)
     if end is not None:

@@ -1,6 +1,8 @@
 """People of the desk: members (human and AI), login users, teams, presence with history and
 statistics, unavailability reasons, AI agents and their configuration. See docs/members.md."""
 
+import os
+
 from flask import Flask
 
 
@@ -8,7 +10,12 @@ def init_app(app: Flask) -> None:
     from blueprints.members import realtime
     from blueprints.members.api import api
     from blueprints.members.messaging_api import api as messaging_api
+    from blueprints.members.services.presence import DEFAULT_GRACE_SECONDS
 
+    # Seconds a member stays as it was after its last connection drops (see docs/members.md).
+    app.config.setdefault(
+        "PRESENCE_GRACE_SECONDS", float(os.environ.get("PRESENCE_GRACE_SECONDS", DEFAULT_GRACE_SECONDS))
+    )
     app.register_api(api)  # type: ignore[attr-defined]
     app.register_api(messaging_api)  # type: ignore[attr-defined]
     realtime.install()

@@ -29,6 +29,17 @@ _TITLE = re.compile(r"^\(#(\d+)\)\s*")
 _ATTACHMENT_TYPES = {"image": "image", "video": "video", "audio": "audio", "document": "file"}
 
 
+_shared: list[httpx.Client] = []
+
+
+def _client() -> httpx.Client:
+    """One pooled client per process (thread-safe): keep-alive connections and one TLS context, instead of
+    building both for every send."""
+    if not _shared:
+        _shared.append(httpx.Client(limits=httpx.Limits(max_connections=50, max_keepalive_connections=10)))
+    return _shared[0]
+
+
 def parse_graph_error(response: httpx.Response) -> ProviderError:
     """Meta's ``{"error": {message, type, code, error_data{details}, error_subcode, fbtrace_id}}``."""
     try:
@@ -126,8 +137,7 @@ class MetaProvider:
         attempts = 1 + CONNECT_RETRIES
         for attempt in range(attempts):
             try:
-                with httpx.Client(timeout=self.timeout) as client:
-                    response = client.request(method, url, json=json, headers=headers)
+                response = _client().request(method, url, json=json, headers=headers, timeout=self.timeout)
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
                 # The request never reached Meta: repeating it cannot send a message twice.
                 if attempt + 1 < attempts:

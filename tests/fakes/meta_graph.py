@@ -238,7 +238,9 @@ class FakeMetaGraph:
         template = next(
             (t for t in self.templates.values() if t["name"] == name and t["language"] == language), None
         )
-        if template is None or template["status"] not in ("APPROVED", "PAUSED"):
+        # ``status_at_send`` lets a test change a template between its lookup and the send.
+        status = template.get("status_at_send", template["status"]) if template else None
+        if template is None or status not in ("APPROVED", "PAUSED"):
             return graph_error(
                 404,
                 132001,
@@ -246,7 +248,7 @@ class FakeMetaGraph:
                 "The template does not exist in the specified language or the template has not been "
                 "approved.",
             )
-        if template["status"] == "PAUSED":
+        if status == "PAUSED":
             return graph_error(400, 132015, "Template is paused", "Template is paused due to low quality")
         body_text = next(
             (c.get("text", "") for c in template.get("components", []) if c.get("type") == "BODY"), ""

@@ -267,7 +267,7 @@ def test_list_filters(crm: Crm) -> None:
     account = crm.account()
     owner = str(uuid.uuid4())
     product = str(uuid.uuid4())
-    alpha = crm.deal(name="Alpha website", amount=100, owner_id=owner, account_id=account["id"])
+    crm.deal(name="Alpha website", amount=100, owner_id=owner, account_id=account["id"])
     crm.deal(name="Beta app", amount=500, currency="USD", stage_id=won["id"])
     gamma = crm.deal(name="Gamma hosting", amount=1000, expected_close_date="2026-12-15")
     crm.ok(

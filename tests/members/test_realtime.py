@@ -255,9 +255,10 @@ def two_servers(tmp_path: Path, redis_url: str) -> Iterator[tuple[str, str, dict
                 )
             )
             urls.append(f"http://127.0.0.1:{port}")
+        created = json.loads(run("orgs", "create", "--name", "Two", "--json"))  # while the servers boot
         for url in urls:
             assert _wait_until(lambda url=url: _answers(url), timeout=20), f"{url} did not start"
-        yield urls[0], urls[1], json.loads(run("orgs", "create", "--name", "Two", "--json"))
+        yield urls[0], urls[1], created
     finally:
         for process in processes:
             process.kill()

@@ -228,3 +228,22 @@ def test_versions_record_who_when_what_and_restore(client: FlaskClient, org: Org
     assert missing.get_json() == error(404, "No Configuration version found")
     assert client.get(cfg(org, agent["id"], "/versions?limit=101"), headers=org.headers()).status_code == 400
     assert client.post(cfg(org, agent["id"], "/versions/x/restore"), headers=org.headers()).status_code == 404
+
+
+def test_deleting_an_agent_removes_its_configuration(client: FlaskClient, org: Org, make_member) -> None:
+    agent = make_member(org, ai=True)
+    client.post(cfg(org, agent["id"]), json=FULL, headers=org.headers())
+    client.patch(cfg(org, agent["id"]), json={"voice": "verse"}, headers=org.headers())
+    deleted = client.delete(
+        f"/v2/messages/organizations/{org.id}/members/{agent['id']}", headers=org.headers()
+    )
+    assert deleted.status_code == 200
+    assert client.get(cfg(org, agent["id"]), headers=org.headers()).get_json() == error(
+        404, "No Member found"
+    )
+    assert client.get(mem(org, "/members/ai-agents"), headers=org.headers()).get_json()["total"] == 0
+    # the same custom id can be used again, starting without a configuration
+    again = make_member(org, ai=True, id=agent["id"])
+    assert client.get(cfg(org, again["id"]), headers=org.headers()).get_json() == error(
+        404, "No Agent configuration found"
+    )

@@ -93,12 +93,6 @@ def _members(organization_id: uuid.UUID, member_id: str | None, team_id: uuid.UU
     return list(db.session.scalars(statement.order_by(Member.name, Member.id)))
 
 
-def _events_in(organization_id: uuid.UUID, member_ids: list[str]) -> Select[tuple[MemberStatusEvent]]:
-    return select(MemberStatusEvent).where(
-        MemberStatusEvent.organization_id == organization_id, MemberStatusEvent.member_id.in_(member_ids)
-    )
-
-
 def _state_before(
     organization_id: uuid.UUID, member_ids: list[str], start: datetime
 ) -> dict[str, MemberStatusEvent]:
@@ -145,9 +139,20 @@ def availability_totals(
         mid: (e.to_status, e.reason_name) for mid, e in _state_before(organization_id, ids, start).items()
     }
     since = dict.fromkeys(current, start)
-    events = db.session.scalars(
-        _events_in(organization_id, ids)
-        .where(MemberStatusEvent.at >= start, MemberStatusEvent.at < end)
+    # Plain rows, not ORM objects: a week of a large team is thousands of changes.
+    events = db.session.execute(
+        select(
+            MemberStatusEvent.member_id,
+            MemberStatusEvent.at,
+            MemberStatusEvent.to_status,
+            MemberStatusEvent.reason_name,
+        )
+        .where(
+            MemberStatusEvent.organization_id == organization_id,
+            MemberStatusEvent.member_id.in_(ids),
+            MemberStatusEvent.at >= start,
+            MemberStatusEvent.at < end,
+        )
         .order_by(MemberStatusEvent.member_id, MemberStatusEvent.at)
     )
 
@@ -160,10 +165,10 @@ def availability_totals(
         if reason and status != "online":
             totals[mid].reasons[reason] += seconds
 
-    for event in events:
-        close(event.member_id, event.at)
-        current[event.member_id] = (event.to_status, event.reason_name)
-        since[event.member_id] = event.at
+    for member_id, when, to_status, reason_name in events:
+        close(member_id, when)
+        current[member_id] = (to_status, reason_name)
+        since[member_id] = when
     for mid in current:
         close(mid, end)
     return list(totals.values())

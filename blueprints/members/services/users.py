@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 from email_validator import EmailNotValidError, validate_email
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 from blueprints.members.models import ROLES, Member, User
 from blueprints.members.services.members import new_member_id, record_status_event
@@ -86,7 +86,8 @@ def create_user(
 
 
 def find_user_by_email(email: str) -> User | None:
-    return db.session.scalar(select(User).where(func.lower(User.email) == email.strip().lower()))
+    # Addresses are stored lower-cased, so the unique index answers this lookup.
+    return db.session.scalar(select(User).where(User.email == email.strip().lower()))
 
 
 def authenticate(email: str, password: str) -> User | None:

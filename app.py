@@ -15,14 +15,13 @@ from typing import Any
 
 from flask import Flask, Response, jsonify, redirect
 from flask_migrate import Migrate
-from flask_openapi3 import OpenAPI
 from werkzeug.middleware.dispatcher import DispatcherMiddleware
 
 from core import errors, jobs, realtime
 from core.config import PROJECT_ROOT, load_settings
 from core.db import db
 from core.environments import LIVE, SANDBOX, link_environments
-from core.openapi import INFO, SECURITY_SCHEMES
+from core.openapi import INFO, SECURITY_SCHEMES, AgentDeskOpenAPI
 from core.validation import validation_error_response
 
 BLUEPRINTS_DIR = PROJECT_ROOT / "blueprints"
@@ -47,8 +46,8 @@ def _optional_module(name: str) -> ModuleType | None:
 migrate = Migrate()
 
 
-def _build(settings: dict[str, Any], environment: str) -> OpenAPI:
-    app = OpenAPI(
+def _build(settings: dict[str, Any], environment: str) -> AgentDeskOpenAPI:
+    app = AgentDeskOpenAPI(
         __name__,
         info=INFO,
         security_schemes=SECURITY_SCHEMES,

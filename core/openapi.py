@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask_openapi3 import Info, Tag
+from flask_openapi3 import APIBlueprint, Info, OpenAPI, Tag
 from pydantic import BaseModel
 
 INFO = Info(
@@ -67,3 +67,24 @@ def error_responses(model: type[BaseModel]) -> dict[str, Any]:
 
 
 TAG_ORGANIZATIONS = Tag(name="Organizations", description="Organization lookup")
+
+
+_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
+
+
+class AgentDeskOpenAPI(OpenAPI):
+    """flask-openapi3's app, merging path items when two areas publish methods on one path (the messaging
+    area's GET of a conversation and the inbox's PATCH/DELETE); the library would keep only the last."""
+
+    def register_api(self, api: APIBlueprint, **options: Any) -> None:
+        before = {path: item for path, item in self.paths.items() if path in api.paths}
+        super().register_api(api, **options)
+        for path, earlier in before.items():
+            current = self.paths[path]
+            missing = {
+                m: getattr(earlier, m)
+                for m in _METHODS
+                if getattr(current, m) is None and getattr(earlier, m)
+            }
+            if missing:
+                self.paths[path] = current.model_copy(update=missing)

@@ -1,0 +1,186 @@
+"""The inbox routes under ``/v2/messages/organizations/{organization_id}``: conversation list, update,
+delete, team assignment, notes, audit events, labels, flows, routing and broadcasts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask_openapi3 import APIBlueprint, Tag
+
+from blueprints.inbox.schemas import (
+    AddressesByLabelQuery,
+    AddressesOut,
+    AddressPath,
+    AssignTeamIn,
+    AssignTeamOut,
+    AuditEventOut,
+    ConversationListOut,
+    ConversationListQuery,
+    ConversationOut,
+    ConversationPatch,
+    ConversationPath,
+    DeletedOut,
+    EnrichedLabels,
+    EventsQuery,
+    FlowIn,
+    FlowList,
+    FlowOut,
+    FlowPatch,
+    FlowPath,
+    LabelIn,
+    LabelList,
+    LabelOut,
+    LabelPatch,
+    LabelPath,
+    NoteIn,
+    NoteList,
+    NoteOut,
+    NotePath,
+    OrgPath,
+    RoutingIn,
+    RoutingOut,
+)
+from blueprints.inbox.services import assignment, conversations, labels, notes
+from blueprints.inbox.services.common import as_uuid
+from core import auth
+from core.errors import ACCESS_DENIED, ApiError
+from core.openapi import API_KEY_ONLY, PlainError, error_responses
+
+PREFIX = "/v2/messages/organizations/<organization_id>"
+TAG = Tag(
+    name="Inbox", description="Conversations: lists, assignment, notes, audit events, labels, broadcasts"
+)
+
+api = APIBlueprint(
+    "inbox_api",
+    __name__,
+    url_prefix=PREFIX,
+    abp_tags=[TAG],
+    abp_security=API_KEY_ONLY,
+    abp_responses=error_responses(PlainError),
+)
+auth.protect(api)
+
+
+def _org() -> Any:
+    return auth.current_organization_id()
+
+
+@api.get("/conversations", responses={200: ConversationListOut})
+def list_conversations(path: OrgPath, query: ConversationListQuery) -> dict[str, Any]:
+    """Conversations matching every filter given: `{data, total, skip, take}`."""
+    return conversations.list_conversations(_org(), query)
+
+
+@api.patch("/conversations/<conversation_id>", responses={200: ConversationOut, 409: PlainError})
+def update_conversation(path: ConversationPath, body: ConversationPatch) -> dict[str, Any]:
+    """Change `name`, `status` and `extra` (merged: only the fields sent change)."""
+    return conversations.update_conversation(_org(), path.conversation_id, body)
+
+
+@api.delete("/conversations/<conversation_id>", responses={200: DeletedOut, 409: PlainError})
+def delete_conversation(path: ConversationPath) -> dict[str, Any]:
+    """Delete with messages, notes and audit trail; 409 while a deal or ticket links it."""
+    return conversations.delete_conversation(_org(), path.conversation_id)
+
+
+@api.post("/conversations/<conversation_id>/assign-team", responses={200: AssignTeamOut})
+def assign_team(path: ConversationPath, body: AssignTeamIn) -> dict[str, Any]:
+    """Assign a team, then an available member of it (none available: the team keeps it waiting)."""
+    return assignment.assign_team(_org(), path.conversation_id, body.team_id, body.team_name)
+
+
+@api.post("/conversations/<conversation_id>/notes", responses={201: NoteOut})
+def add_note(path: ConversationPath, body: NoteIn) -> tuple[dict[str, Any], int]:
+    """An internal note: never sent to the contact."""
+    return notes.add_note(_org(), path.conversation_id, body), 201
+
+
+@api.get("/conversations/<conversation_id>/notes", responses={200: NoteList})
+def list_notes(path: ConversationPath) -> dict[str, Any]:
+    return notes.list_notes(_org(), path.conversation_id)
+
+
+@api.delete("/conversations/<conversation_id>/notes/<note_id>", responses={200: DeletedOut})
+def delete_note(path: NotePath) -> dict[str, Any]:
+    return notes.delete_note(_org(), path.conversation_id, path.note_id)
+
+
+@api.get("/conversations/<conversation_id>/events", responses={200: AuditEventOut})
+def list_events(path: ConversationPath, query: EventsQuery) -> list[dict[str, Any]]:
+    """The audit trail, oldest first; `types` filters (comma-separated)."""
+    return notes.list_events(_org(), path.conversation_id, query.type_list)
+
+
+@api.get("/conversations/<conversation_id>/labels/enriched", responses={200: EnrichedLabels})
+def enriched_labels(path: ConversationPath) -> dict[str, Any]:
+    """Every label of the organization with `isApplied` and the flows it triggers or interrupts."""
+    return labels.enriched_labels(_org(), path.conversation_id)
+
+
+@api.get("/conversations/addresses-by-label", responses={200: AddressesOut})
+def addresses_by_label(path: OrgPath, query: AddressesByLabelQuery) -> dict[str, Any]:
+    """Contact addresses of the conversations that carry `label`."""
+    if as_uuid(query.organization_id) != _org():
+        raise ApiError(403, ACCESS_DENIED)
+    return labels.addresses_by_label(_org(), query.label)
+
+
+@api.get("/labels", responses={200: LabelList})
+def list_labels(path: OrgPath) -> dict[str, Any]:
+    return labels.list_labels(_org())
+
+
+@api.post("/labels", responses={201: LabelOut, 409: PlainError})
+def create_label(path: OrgPath, body: LabelIn) -> tuple[dict[str, Any], int]:
+    return labels.create_label(_org(), body), 201
+
+
+@api.patch("/labels/<label_id>", responses={200: LabelOut, 409: PlainError})
+def update_label(path: LabelPath, body: LabelPatch) -> dict[str, Any]:
+    """Renaming a label renames it on every conversation that carries it."""
+    return labels.update_label(_org(), path.label_id, body)
+
+
+@api.delete("/labels/<label_id>", responses={200: DeletedOut})
+def delete_label(path: LabelPath) -> dict[str, Any]:
+    """Removes the label from the catalogue and from every conversation."""
+    return labels.delete_label(_org(), path.label_id)
+
+
+@api.get("/flows", responses={200: FlowList})
+def list_flows(path: OrgPath) -> dict[str, Any]:
+    return labels.list_flows(_org())
+
+
+@api.post("/flows", responses={201: FlowOut})
+def create_flow(path: OrgPath, body: FlowIn) -> tuple[dict[str, Any], int]:
+    """An automation sequence started by its trigger labels and stopped by its interrupt labels."""
+    return labels.create_flow(_org(), body), 201
+
+
+@api.get("/flows/<flow_id>", responses={200: FlowOut})
+def get_flow(path: FlowPath) -> dict[str, Any]:
+    return labels.get_flow(_org(), path.flow_id)
+
+
+@api.patch("/flows/<flow_id>", responses={200: FlowOut})
+def update_flow(path: FlowPath, body: FlowPatch) -> dict[str, Any]:
+    return labels.update_flow(_org(), path.flow_id, body)
+
+
+@api.delete("/flows/<flow_id>", responses={200: DeletedOut})
+def delete_flow(path: FlowPath) -> dict[str, Any]:
+    return labels.delete_flow(_org(), path.flow_id)
+
+
+@api.get("/addresses/<address>/routing", responses={200: RoutingOut})
+def get_routing(path: AddressPath) -> dict[str, Any]:
+    """Where new and reactivated conversations of this address go."""
+    return assignment.get_routing(_org(), path.address)
+
+
+@api.put("/addresses/<address>/routing", responses={200: RoutingOut})
+def set_routing(path: AddressPath, body: RoutingIn) -> dict[str, Any]:
+    """`target` team (with `team_id`), member (with `member_id`, e.g. an AI agent) or none."""
+    return assignment.set_routing(_org(), path.address, body.target, body.team_id, body.member_id)

@@ -1,0 +1,376 @@
+"""Request and response shapes of the inbox: conversation lists and updates, notes, audit events, labels,
+flows, routing rules and broadcasts."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, field_validator, model_validator
+
+from core.pagination import SkipTakeQuery
+from core.validation import RequestModel
+
+MAX_INCLUDE_MESSAGES = 50
+MAX_BROADCAST_RECIPIENTS = 1000
+Service = Literal["whatsapp", "instagram", "messenger"]
+SERVICES = ("whatsapp", "instagram", "messenger")
+
+
+def _split(value: str | None) -> list[str]:
+    return [part.strip() for part in (value or "").split(",") if part.strip()]
+
+
+class OrgPath(BaseModel):
+    organization_id: str
+
+
+class ConversationPath(OrgPath):
+    conversation_id: str
+
+
+class NotePath(ConversationPath):
+    note_id: str
+
+
+class LabelPath(OrgPath):
+    label_id: str
+
+
+class FlowPath(OrgPath):
+    flow_id: str
+
+
+class AddressPath(OrgPath):
+    address: str
+
+
+class BroadcastPath(OrgPath):
+    broadcast_id: str
+
+
+class ConversationListQuery(SkipTakeQuery):
+    search: str | None = None
+    status: Literal["active", "closed", "archived"] | None = None
+    contact_id: str | None = None
+    service: str | None = Field(None, description="Comma-separated: whatsapp,instagram,messenger")
+    labels: str | None = Field(None, description="Comma-separated; conversations with ANY of them")
+    no_labels: bool = False
+    assigned_member_id: str | None = None
+    organization_address: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    date_field: Literal["created_at", "last_message_timestamp"] = "created_at"
+    order_by: Literal["last_message_timestamp", "created_at", "updated_at"] = "last_message_timestamp"
+    order: Literal["asc", "desc"] = "desc"
+    broadcast_id: str | None = None
+    is_broadcast: bool | None = None
+    crm_contact_id: str | None = None
+    include_messages: int = Field(0, ge=0, le=MAX_INCLUDE_MESSAGES)
+
+    @field_validator("service")
+    @classmethod
+    def _services(cls, value: str | None) -> str | None:
+        unknown = [s for s in _split(value) if s not in SERVICES]
+        if unknown:
+            raise ValueError(f"unknown service {unknown[0]!r} (allowed: {', '.join(SERVICES)})")
+        return value
+
+    @property
+    def services(self) -> list[str]:
+        return _split(self.service)
+
+    @property
+    def label_names(self) -> list[str]:
+        return _split(self.labels)
+
+
+class ConversationExtraPatch(RequestModel):
+    member_id: str | None = None
+    labels: list[str] | None = None
+    archived: datetime | None = None
+    team_id: str | None = None
+    team_name: str | None = None
+    assignment: dict[str, Any] | None = None
+    flow_id: str | None = None
+    flow_member_id: str | None = None
+
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, value: list[str] | None) -> list[str] | None:
+        if value is None:
+            return None
+        cleaned: list[str] = []
+        for item in value:
+            name = item.strip()
+            if not name or len(name) > 80:
+                raise ValueError("each label must have 1 to 80 characters")
+            if name.lower() not in {c.lower() for c in cleaned}:
+                cleaned.append(name)
+        return cleaned
+
+
+class ConversationPatch(RequestModel):
+    name: str | None = Field(None, max_length=200)
+    status: Literal["active", "closed"] | None = None
+    extra: ConversationExtraPatch | None = None
+
+
+class AssignTeamIn(RequestModel):
+    team_id: str = Field(min_length=1)
+    team_name: str | None = None
+
+
+class NoteIn(RequestModel):
+    content: str = Field(min_length=1, max_length=20000)
+    organization_id: str
+    member_id: str | None = None
+    actor: str | None = Field(None, max_length=120)
+
+
+class EventsQuery(RequestModel):
+    types: str | None = Field(None, description="Comma-separated event types")
+
+    @property
+    def type_list(self) -> list[str]:
+        return _split(self.types)
+
+
+class AddressesByLabelQuery(RequestModel):
+    label: str = Field(min_length=1)
+    organization_id: str = Field(min_length=1)
+
+
+class LabelIn(RequestModel):
+    name: str = Field(min_length=1, max_length=80)
+    source: Literal["manual", "automation", "ai", "conversation"] = "manual"
+    color: str | None = Field(None, max_length=16)
+    description: str | None = Field(None, max_length=2000)
+
+
+class LabelPatch(RequestModel):
+    name: str | None = Field(None, min_length=1, max_length=80)
+    source: Literal["manual", "automation", "ai", "conversation"] | None = None
+    color: str | None = Field(None, max_length=16)
+    description: str | None = Field(None, max_length=2000)
+
+
+class FlowIn(RequestModel):
+    name: str = Field(min_length=1, max_length=120)
+    status: Literal["active", "paused", "draft"] = "active"
+    trigger_labels: list[str] = Field(default_factory=list)
+    interrupt_labels: list[str] = Field(default_factory=list)
+    member_id: str | None = None
+    steps: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class FlowPatch(RequestModel):
+    name: str | None = Field(None, min_length=1, max_length=120)
+    status: Literal["active", "paused", "draft"] | None = None
+    trigger_labels: list[str] | None = None
+    interrupt_labels: list[str] | None = None
+    member_id: str | None = None
+    steps: list[dict[str, Any]] | None = None
+
+
+class RoutingIn(RequestModel):
+    target: Literal["team", "member", "none"]
+    team_id: str | None = None
+    member_id: str | None = None
+
+    @model_validator(mode="after")
+    def _target_needs_id(self) -> RoutingIn:
+        if self.target == "team" and not self.team_id:
+            raise ValueError("team_id: required when target is team")
+        if self.target == "member" and not self.member_id:
+            raise ValueError("member_id: required when target is member")
+        return self
+
+
+class TemplateParameter(RequestModel):
+    type: Literal["text", "image"] = "text"
+    parameter_name: str | None = None
+    text: str | None = None
+    image: dict[str, Any] | None = None
+
+
+class TemplateComponent(RequestModel):
+    type: Literal["header", "body", "buttons", "button"]
+    parameters: list[TemplateParameter] = Field(default_factory=list)
+    sub_type: str | None = None
+    index: int | None = None
+
+
+class BroadcastRecipientIn(RequestModel):
+    to: str = Field(min_length=1, max_length=32)
+    components: list[TemplateComponent] | None = None
+
+
+class BroadcastIn(RequestModel):
+    name: str | None = Field(None, max_length=200)
+    organization_address: str = Field(min_length=1)
+    meta_template_id: str = Field(min_length=1)
+    components: list[TemplateComponent] = Field(default_factory=list)
+    recipients: list[BroadcastRecipientIn] = Field(min_length=1)
+    rate_per_second: int | None = Field(None, ge=1, le=1000)
+
+    @field_validator("recipients")
+    @classmethod
+    def _limit(cls, value: list[BroadcastRecipientIn]) -> list[BroadcastRecipientIn]:
+        if len(value) > MAX_BROADCAST_RECIPIENTS:
+            raise ValueError(f"at most {MAX_BROADCAST_RECIPIENTS} recipients per request (got {len(value)})")
+        return value
+
+
+class BroadcastListQuery(SkipTakeQuery):
+    status: Literal["sending", "completed", "canceled"] | None = None
+
+
+# Response shapes for the OpenAPI document (the services return plain dicts of these shapes).
+class ContactRef(BaseModel):
+    id: str
+    name: str | None
+    address: str
+
+
+class ConversationOut(BaseModel):
+    id: str
+    organization_id: str
+    contact_id: str
+    organization_address: str
+    contact_address: str
+    service: str
+    status: str
+    name: str | None
+    extra: dict[str, Any]
+    last_message_at: str | None
+    contact: ContactRef
+    messages: list[dict[str, Any]] | None = None
+
+
+class ConversationListOut(BaseModel):
+    data: list[ConversationOut]
+    total: int
+    skip: int
+    take: int
+
+
+class NoteOut(BaseModel):
+    id: str
+    conversation_id: str
+    organization_id: str
+    content: str
+    member_id: str | None
+    actor: str | None
+    created_at: str
+
+
+class NoteList(BaseModel):
+    data: list[NoteOut]
+
+
+class AuditEventOut(BaseModel):
+    id: str
+    conversation_id: str
+    type: str
+    data: dict[str, Any]
+    created_at: str
+
+
+class FlowRef(BaseModel):
+    flowId: str
+    name: str
+    status: str
+
+
+class Sequences(BaseModel):
+    triggers: list[FlowRef]
+    interrupts: list[FlowRef]
+
+
+class EnrichedLabel(BaseModel):
+    name: str
+    source: str
+    isApplied: bool
+    sequences: Sequences
+
+
+class EnrichedLabels(BaseModel):
+    labels: list[EnrichedLabel]
+
+
+class AddressesOut(BaseModel):
+    addresses: list[str]
+
+
+class LabelOut(BaseModel):
+    id: str
+    name: str
+    source: str
+    color: str | None
+    description: str | None
+    created_at: str
+    updated_at: str
+
+
+class LabelList(BaseModel):
+    data: list[LabelOut]
+    total: int
+
+
+class FlowOut(BaseModel):
+    id: str
+    name: str
+    status: str
+    trigger_labels: list[str]
+    interrupt_labels: list[str]
+    member_id: str | None
+    steps: list[dict[str, Any]]
+    created_at: str
+    updated_at: str
+
+
+class FlowList(BaseModel):
+    data: list[FlowOut]
+    total: int
+
+
+class RoutingOut(BaseModel):
+    organization_address: str
+    target: str
+    team_id: str | None
+    member_id: str | None
+
+
+class AssignTeamOut(BaseModel):
+    conversation: ConversationOut
+    assigned_member_id: str | None
+
+
+class DeletedOut(BaseModel):
+    id: str
+    deleted: bool
+
+
+class BroadcastOut(BaseModel):
+    id: str
+    name: str | None
+    organization_address: str
+    meta_template_id: str
+    template_name: str | None
+    template_language: str | None
+    status: str
+    total: int
+    counts: dict[str, int]
+    rate_per_second: int
+    created_at: str
+    completed_at: str | None
+    canceled_at: str | None
+    recipients: list[dict[str, Any]] | None = None
+
+
+class BroadcastListOut(BaseModel):
+    data: list[BroadcastOut]
+    total: int
+    skip: int
+    take: int

@@ -1,0 +1,316 @@
+"""Assignment and routing: who handles a conversation.
+
+Routing (the spec's "assignment flow") as designed here:
+- each organization address may have a routing rule: to a team (then an available member of it) or to a
+  member (typically an AI agent);
+- new and reactivated conversations (an incoming message on an unassigned, un-archived conversation) are
+  routed by a background job after the message is committed;
+- an available member is ``online`` (so not busy, away or offline); among them the one with the fewest
+  active conversations wins, ties going to the one idle longest (least recently assigned);
+- nobody available leaves the conversation assigned to the team only; the next member of that team who
+  comes online picks the waiting conversations up, longest waiting first.
+
+Automatic assignment is a compare-and-set (``UPDATE ... WHERE member_id IS NULL``), so two concurrent
+assignments can never give one conversation to two members, on SQLite and PostgreSQL alike.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import select, update
+
+from blueprints.inbox.models import MemberAssignment, RoutingRule
+from blueprints.inbox.services.common import conversation_or_404, record_event
+from blueprints.members.models import Member, Team, TeamMember
+from blueprints.members.services.members import find_member
+from blueprints.members.services.teams import find_team, members_of
+from blueprints.messaging.models import Conversation
+from blueprints.messaging.serialize import serialize_conversation
+from core.db import db, isoformat, utcnow
+from core.errors import ApiError
+from core.events import publish
+from core.jobs import job
+
+AVAILABLE = "online"
+_NEVER = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _touch_member(organization_id: uuid.UUID, member_id: str) -> None:
+    row = db.session.get(MemberAssignment, (organization_id, member_id))
+    if row is None:
+        db.session.add(
+            MemberAssignment(organization_id=organization_id, member_id=member_id, last_assigned_at=utcnow())
+        )
+    else:
+        row.last_assigned_at = utcnow()
+
+
+def _record_assignment(
+    conversation: Conversation, member_id: str, assigned_by: str, previous: str | None
+) -> None:
+    now = utcnow()
+    extra = dict(conversation.extra or {})
+    extra["assignment"] = {"member_id": member_id, "assigned_by": assigned_by, "assigned_at": isoformat(now)}
+    conversation.extra = extra
+    record_event(
+        conversation,
+        "assignment",
+        {"member_id": member_id, "assigned_by": assigned_by, "previous_member_id": previous},
+    )
+    _touch_member(conversation.organization_id, member_id)
+    publish(
+        "conversation.assigned",
+        conversation.organization_id,
+        {"conversation_id": str(conversation.id), "member_id": member_id, "assigned_by": assigned_by},
+    )
+
+
+def assign(conversation: Conversation, member_id: str | None, *, assigned_by: str = "manual") -> None:
+    """Assign (or with None unassign) by an explicit choice; the last explicit choice wins."""
+    previous = conversation.member_id
+    if member_id is None:
+        if previous is not None:
+            conversation.member_id = None
+            extra = dict(conversation.extra or {})
+            extra["assignment"] = None
+            conversation.extra = extra
+            record_event(conversation, "unassignment", {"member_id": previous, "by": assigned_by})
+            publish(
+                "conversation.assigned",
+                conversation.organization_id,
+                {"conversation_id": str(conversation.id), "member_id": None, "previous_member_id": previous},
+            )
+        return
+    if find_member(conversation.organization_id, member_id) is None:
+        raise ApiError(400, "extra.member_id: no member with this id in the organization", param="member_id")
+    if previous == member_id:
+        return
+    conversation.member_id = member_id
+    _record_assignment(conversation, member_id, assigned_by, previous)
+
+
+def claim(conversation: Conversation, member_id: str, *, expected: str | None, assigned_by: str) -> bool:
+    """Compare-and-set assignment: succeeds only if nobody assigned the conversation meanwhile."""
+    db.session.flush()
+    condition = Conversation.member_id.is_(None) if expected is None else Conversation.member_id == expected
+    result = db.session.execute(
+        update(Conversation)
+        .where(Conversation.id == conversation.id, condition)
+        .values(member_id=member_id, updated_at=utcnow())
+        .execution_options(synchronize_session=False)
+    )
+    if result.rowcount != 1:
+        db.session.refresh(conversation)
+        return False
+    db.session.refresh(conversation, attribute_names=["member_id", "updated_at"])
+    _record_assignment(conversation, member_id, assigned_by, expected)
+    return True
+
+
+def set_team(conversation: Conversation, team_id: str | None, team_name: str | None, *, by: str) -> None:
+    extra = dict(conversation.extra or {})
+    if team_id is None:
+        if conversation.team_id is not None:
+            record_event(conversation, "team_removed", {"team_id": conversation.team_id, "by": by})
+        conversation.team_id = None
+        extra["team_name"] = None
+        conversation.extra = extra
+        return
+    team = find_team(conversation.organization_id, team_id)
+    if team is None:
+        raise ApiError(400, "team_id: no team with this id in the organization", param="team_id")
+    name = team_name or team.name
+    if conversation.team_id != str(team.id) or extra.get("team_name") != name:
+        record_event(conversation, "team_assigned", {"team_id": str(team.id), "team_name": name, "by": by})
+    conversation.team_id = str(team.id)
+    extra["team_name"] = name
+    conversation.extra = extra
+
+
+def available_member(organization_id: uuid.UUID, team_id: str) -> Member | None:
+    """The team's online member with the fewest active conversations, ties to the longest idle."""
+    from blueprints.inbox.services.conversations import active_counts
+
+    team = find_team(organization_id, team_id)
+    if team is None:
+        return None
+    candidates = [m for m in members_of([team.id]).get(team.id, []) if m.status == AVAILABLE]
+    if not candidates:
+        return None
+    ids = [m.id for m in candidates]
+    counts = active_counts(organization_id, ids)
+    idle = dict(
+        db.session.execute(
+            select(MemberAssignment.member_id, MemberAssignment.last_assigned_at).where(
+                MemberAssignment.organization_id == organization_id, MemberAssignment.member_id.in_(ids)
+            )
+        ).all()
+    )
+    return min(candidates, key=lambda m: (counts.get(m.id, 0), idle.get(m.id) or _NEVER, m.id))
+
+
+def _auto_assign_in_team(conversation: Conversation, *, assigned_by: str) -> str | None:
+    """Give the conversation to an available member of its team (at most a few tries under contention)."""
+    if conversation.team_id is None:
+        return None
+    team_member_ids = {m.id for m in _team_members(conversation)}
+    if conversation.member_id in team_member_ids:
+        return conversation.member_id
+    for _ in range(3):
+        member = available_member(conversation.organization_id, conversation.team_id)
+        if member is None:
+            return None
+        if claim(conversation, member.id, expected=conversation.member_id, assigned_by=assigned_by):
+            return member.id
+        if conversation.member_id in team_member_ids:
+            return conversation.member_id
+    return None
+
+
+def _team_members(conversation: Conversation) -> list[Member]:
+    team = find_team(conversation.organization_id, conversation.team_id or "")
+    return members_of([team.id]).get(team.id, []) if team else []
+
+
+def assign_team(
+    organization_id: uuid.UUID, conversation_id: str, team_id: str, team_name: str | None, *, by: str = "api"
+) -> dict[str, Any]:
+    conversation = conversation_or_404(organization_id, conversation_id, lock=True)
+    set_team(conversation, team_id, team_name, by=by)
+    member_id = _auto_assign_in_team(conversation, assigned_by="team")
+    result = serialize_conversation(conversation, conversation.contact)
+    publish(
+        "conversation.updated", organization_id, {"conversation": result, "changes": {"extra": ["team_id"]}}
+    )
+    db.session.commit()
+    return {"conversation": result, "assigned_member_id": member_id}
+
+
+# ---- routing rules ---------------------------------------------------------------------------------------
+
+
+def serialize_rule(rule: RoutingRule | None, address: str) -> dict[str, Any]:
+    if rule is None:
+        return {"organization_address": address, "target": "none", "team_id": None, "member_id": None}
+    return {
+        "organization_address": rule.organization_address,
+        "target": rule.target,
+        "team_id": rule.team_id,
+        "member_id": rule.member_id,
+    }
+
+
+def _address_or_404(organization_id: uuid.UUID, address: str) -> None:
+    from blueprints.channels.models import OrganizationAddress
+
+    found = db.session.scalar(
+        select(OrganizationAddress.id).where(
+            OrganizationAddress.organization_id == organization_id, OrganizationAddress.address == address
+        )
+    )
+    if found is None:
+        raise ApiError(404, "Organization address not found")
+
+
+def _rule(organization_id: uuid.UUID, address: str) -> RoutingRule | None:
+    return db.session.scalar(
+        select(RoutingRule).where(
+            RoutingRule.organization_id == organization_id, RoutingRule.organization_address == address
+        )
+    )
+
+
+def get_routing(organization_id: uuid.UUID, address: str) -> dict[str, Any]:
+    _address_or_404(organization_id, address)
+    return serialize_rule(_rule(organization_id, address), address)
+
+
+def set_routing(
+    organization_id: uuid.UUID, address: str, target: str, team_id: str | None, member_id: str | None
+) -> dict[str, Any]:
+    _address_or_404(organization_id, address)
+    if target == "team" and find_team(organization_id, team_id or "") is None:
+        raise ApiError(400, "team_id: no team with this id in the organization", param="team_id")
+    if target == "member" and find_member(organization_id, member_id or "") is None:
+        raise ApiError(400, "member_id: no member with this id in the organization", param="member_id")
+    rule = _rule(organization_id, address) or RoutingRule(
+        organization_id=organization_id, organization_address=address
+    )
+    rule.target = target
+    rule.team_id = str(find_team(organization_id, team_id or "").id) if target == "team" else None  # type: ignore[union-attr]
+    rule.member_id = member_id if target == "member" else None
+    db.session.add(rule)
+    db.session.commit()
+    return serialize_rule(rule, address)
+
+
+def route(organization_id: uuid.UUID, conversation_id: str) -> str | None:
+    """Route a new or reactivated conversation by its address's rule; returns the member assigned."""
+    conversation = conversation_or_404(organization_id, conversation_id, lock=True)
+    if conversation.member_id is not None or conversation.archived_at is not None:
+        return None
+    rule = _rule(organization_id, conversation.organization_address)
+    member_id: str | None = None
+    if rule is not None and rule.target == "team" and rule.team_id:
+        if conversation.team_id is None:
+            set_team(conversation, rule.team_id, None, by="routing")
+        member_id = _auto_assign_in_team(conversation, assigned_by="routing")
+    elif rule is not None and rule.target == "member" and rule.member_id:
+        if claim(conversation, rule.member_id, expected=None, assigned_by="routing"):
+            member_id = rule.member_id
+    elif conversation.team_id is not None:
+        member_id = _auto_assign_in_team(conversation, assigned_by="routing")
+    db.session.commit()
+    return member_id
+
+
+def pick_up_waiting(organization_id: uuid.UUID, member_id: str) -> list[str]:
+    """A member came online: hand the conversations waiting in their teams out, longest waiting first."""
+    member = find_member(organization_id, member_id)
+    if member is None or member.status != AVAILABLE:
+        return []
+    team_ids = [
+        str(team_id)
+        for team_id in db.session.scalars(
+            select(Team.id)
+            .join(TeamMember, TeamMember.team_id == Team.id)
+            .where(TeamMember.member_pk == member.pk, Team.organization_id == organization_id)
+        )
+    ]
+    if not team_ids:
+        return []
+    waiting = list(
+        db.session.scalars(
+            select(Conversation)
+            .where(
+                Conversation.organization_id == organization_id,
+                Conversation.team_id.in_(team_ids),
+                Conversation.member_id.is_(None),
+                Conversation.archived_at.is_(None),
+                Conversation.status == "active",
+            )
+            .order_by(Conversation.last_incoming_at.is_(None), Conversation.last_incoming_at, Conversation.id)
+        )
+    )
+    assigned: list[str] = []
+    for conversation in waiting:
+        if _auto_assign_in_team(conversation, assigned_by="routing"):
+            assigned.append(str(conversation.id))
+    db.session.commit()
+    return assigned
+
+
+@job(retries=2, retry_delay=5)
+def route_conversation_job(organization_id: str, conversation_id: str) -> str | None:
+    try:
+        return route(uuid.UUID(organization_id), conversation_id)
+    except ApiError:
+        return None  # deleted meanwhile: nothing to route
+
+
+@job(retries=2, retry_delay=5)
+def pick_up_waiting_job(organization_id: str, member_id: str) -> list[str]:
+    return pick_up_waiting(uuid.UUID(organization_id), member_id)

@@ -87,7 +87,14 @@ def _ingest_once(events: Sequence[Event]) -> IngestResult:
     _store_messages(
         [(a, e) for e in events if isinstance(e, InboundMessage) and (a := address_of(e))], result
     )
-    _apply_statuses([(a, e) for e in events if isinstance(e, StatusUpdate) and (a := address_of(e))], result)
+    # An echo of a message the desk sent (Instagram/Messenger) is that message's "sent" status.
+    echoes = [
+        StatusUpdate(e.service, e.organization_address, e.external_id, "sent", e.timestamp)
+        for e in events
+        if isinstance(e, InboundMessage) and e.direction == "outgoing"
+    ]
+    statuses = [e for e in events if isinstance(e, StatusUpdate)] + echoes
+    _apply_statuses([(a, e) for e in statuses if (a := address_of(e))], result)
     _apply_watermarks(
         [(a, e) for e in events if isinstance(e, WatermarkUpdate) and (a := address_of(e))], result
     )

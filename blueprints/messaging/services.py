@@ -50,6 +50,7 @@ from blueprints.messaging.schemas import (
 from blueprints.messaging.serialize import serialize_contact, serialize_conversation, serialize_message
 from blueprints.messaging.threads import (
     apply_backlog,
+    apply_status,
     mark_failed,
     resolve_crm_contact,
     set_crm_contact_resolver,
@@ -266,11 +267,9 @@ def _dispatch(
         db.session.commit()
         raise _api_error_for(error, message) from None
     now = utcnow()
+    _merge_echo(message, result.external_id)
     message.external_id = result.external_id
-    statuses = dict(message.status or {})
-    statuses["accepted"] = isoformat(now)
-    message.status = statuses
-    message.current_status = "accepted"
+    apply_status(message, "accepted", now)
     if on_success is not None:
         on_success()
     apply_backlog([message])
@@ -279,6 +278,25 @@ def _dispatch(
     body = serialize_message(message)
     provider.after_send(address, outbound, result)
     return body
+
+
+def _merge_echo(message: Message, external_id: str) -> None:
+    """Instagram/Messenger echo a Page's sends; an echo that outran this commit was stored as its own
+    outgoing message. It is this message: keep its statuses here and drop the copy."""
+    echo = db.session.scalar(
+        select(Message).where(
+            Message.organization_id == message.organization_id,
+            Message.external_id == external_id,
+            Message.id != message.id,
+        )
+    )
+    if echo is None or echo.direction != "outgoing":
+        return
+    for status, stamp in (echo.status or {}).items():
+        if isinstance(stamp, str):
+            apply_status(message, status, parse_iso_datetime(stamp))
+    db.session.delete(echo)
+    db.session.flush()
 
 
 def _text_parameters(components: list[TemplateComponentIn]) -> list[TemplateParameterIn]:
@@ -528,10 +546,6 @@ def service_window(organization_id: uuid.UUID, contact: str, organization_addres
             Conversation.contact_address == contact_address,
         )
     )
-    if last is not None and last.tzinfo is None:  # SQLite returns aggregates without the column type
-        last = parse_iso_datetime(str(last))
-    if isinstance(last, str):
-        last = parse_iso_datetime(last)
     now = utcnow()
     if last is not None and now - last < SERVICE_WINDOW:
         return {"status": "open", "expires_at": isoformat(last + SERVICE_WINDOW)}

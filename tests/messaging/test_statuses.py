@@ -13,6 +13,7 @@ from tests.fakes.meta_webhooks import (
     messaging_delivered,
     messaging_delivery,
     messaging_read,
+    messaging_text,
     now_seconds,
     wa_change,
     wa_delivery,
@@ -123,3 +124,36 @@ def test_messenger_delivery_and_read_watermarks(client: FlaskClient, fb: Channel
     deliver(messaging_delivery("page", fb.address, messaging_read(fb.address, psid, later_ms)))
     assert get_message(client, fb, first["id"])["current_status"] == "read"
     assert get_message(client, fb, second["id"])["current_status"] == "read"
+
+
+def test_an_echo_of_a_desk_send_marks_it_sent(client: FlaskClient, fb: Channel, deliver: Deliver) -> None:
+    psid = "2468013579"
+    message = _sent(client, fb, deliver, psid)
+    echo = messaging_text(fb.address, psid, "Hello!", mid=message["external_id"], echo=True)
+    result = deliver(messaging_delivery("page", fb.address, echo)).get_json()
+    assert (result["messages_created"], result["duplicates"]) == (0, 1)
+    stored = get_message(client, fb, message["id"])
+    assert stored["current_status"] == "sent" and "sent" in stored["status"]
+
+
+def test_an_echo_that_outruns_the_send_is_merged_into_it(
+    client: FlaskClient, fb: Channel, deliver: Deliver, meta: FakeMetaGraph, monkeypatch
+) -> None:
+    import secrets as secrets_module
+
+    psid = "2468013579"
+    open_window(deliver, fb, psid)
+    deliver(
+        messaging_delivery(
+            "page", fb.address, messaging_text(fb.address, psid, "Hello!", mid="m_RACE", echo=True)
+        )
+    )
+    monkeypatch.setattr(secrets_module, "token_urlsafe", lambda n=None: "RACE")
+    response = send(client, fb, text_body(fb, contact=psid))
+    assert response.status_code == 201, response.get_json()
+    assert response.get_json()["external_id"] == "m_RACE"
+    assert response.get_json()["current_status"] == "sent"
+    outgoing = client.get(
+        fb.path("/messages"), headers=fb.org.headers(), query_string={"direction": "outgoing"}
+    )
+    assert outgoing.get_json()["total"] == 1

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Callable
 
-import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
@@ -49,14 +47,9 @@ def test_ties_go_to_the_member_idle_longest(
     team = make_team(org, "T", [a, b])
     first = assign_team(client, org, make_conversation(org), team).get_json()["assigned_member_id"]
     # the first member now has one conversation; archive it so both have zero again
-    client.patch(
-        msg(
-            org,
-            f"/conversations/{client.get(msg(org, '/conversations'), headers=org.headers()).get_json()['data'][0]['id']}",
-        ),
-        json={"extra": {"archived": "2026-11-20T00:00:00Z"}},
-        headers=org.headers(),
-    )
+    [busy] = client.get(msg(org, "/conversations"), headers=org.headers()).get_json()["data"]
+    url = msg(org, f"/conversations/{busy['id']}")
+    client.patch(url, json={"extra": {"archived": "2026-11-20T00:00:00Z"}}, headers=org.headers())
     second = assign_team(client, org, make_conversation(org), team).get_json()["assigned_member_id"]
     assert {first, second} == {a, b}
 
@@ -152,7 +145,7 @@ def test_concurrent_assignments_never_give_one_conversation_to_two_members(
             with app.app_context():
                 barrier.wait(timeout=10)
                 assign_team_service(uuid.UUID(org.id), cid, team, None)
-        except BaseException as error:  # noqa: BLE001 - collected and re-raised below
+        except BaseException as error:
             errors.append(error)
 
     for cid in conversations:
@@ -193,7 +186,7 @@ def test_concurrent_routing_assigns_exactly_once(
             with app.app_context():
                 barrier.wait(timeout=10)
                 results.append(route(uuid.UUID(org.id), cid))
-        except BaseException as error:  # noqa: BLE001
+        except BaseException as error:
             errors.append(error)
 
     threads = [threading.Thread(target=worker) for _ in range(6)]

@@ -356,3 +356,27 @@ def test_messenger_inbound_and_page_echo(
     ]
     assert stored[1]["external_id"] == echo_mid and stored[1]["contact_address"] == psid
     assert len({m["conversation_id"] for m in stored}) == 1
+
+
+def test_two_deliveries_racing_on_one_message_store_it_once(
+    client: FlaskClient, org: Org, wa: Channel, deliver: Deliver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from blueprints.messaging import ingest
+
+    payload = wa_delivery(wa_change(wa.address, messages=[wa_text(SENDER, "race", id=wamid())]))
+    real = ingest.resolve_threads
+    raced: list[Any] = []
+
+    def resolve_after_a_rival_commits(requests: Any) -> Any:
+        if not raced:
+            raced.append(None)
+            # Between this delivery's duplicate check and its insert, Meta's retry is stored first.
+            raced[0] = deliver(payload).get_json()
+        return real(requests)
+
+    monkeypatch.setattr(ingest, "resolve_threads", resolve_after_a_rival_commits)
+    response = deliver(payload)
+    assert response.status_code == 200
+    assert raced[0]["messages_created"] == 1
+    assert (response.get_json()["messages_created"], response.get_json()["duplicates"]) == (0, 1)
+    assert len(messages(client, org)) == 1

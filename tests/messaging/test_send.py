@@ -408,3 +408,25 @@ def test_messenger_outside_window_code_10_is_mapped(
     response = send(client, fb, text_body(fb, contact=psid))
     assert response.status_code == 400 and response.get_json() == FAILED
     assert get_message(client, fb, response.headers["X-Message-Id"])["status"]["error"]["code"] == 10
+
+
+def test_a_key_still_in_use_is_409(app: Flask, client: FlaskClient, wa: Channel, deliver: Deliver) -> None:
+    from sqlalchemy import update
+
+    from blueprints.messaging.models import IdempotencyRecord
+    from core.db import db
+
+    open_window(deliver, wa)
+    body = text_body(wa)
+    assert send(client, wa, body, **{"Idempotency-Key": "busy"}).status_code == 201
+    with app.app_context():
+        # what a concurrent request holding the key looks like: claimed, no response yet
+        db.session.execute(update(IdempotencyRecord).values(response_status=None, response=None))
+        db.session.commit()
+    response = send(client, wa, body, **{"Idempotency-Key": "busy"})
+    assert response.status_code == 409
+    assert response.get_json() == {
+        "statusCode": 409,
+        "message": "A request with this Idempotency-Key is in progress",
+    }
+    assert send(client, wa, body, **{"Idempotency-Key": " "}).status_code == 400

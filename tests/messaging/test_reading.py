@@ -212,3 +212,32 @@ def test_transcript_for_the_crm_summarizer(
         assert all(isinstance(ts, datetime) and ts.tzinfo for _, _, ts in transcript)
         assert conversation_transcript(str(uuid.uuid4()), reply["conversation_id"]) is None
         assert conversation_transcript(wa.org.id, "nope") is None
+
+
+def test_every_messaging_route_is_403_for_another_organizations_path(
+    client: FlaskClient, org: Org, other_org: Org
+) -> None:
+    some_id = str(uuid.uuid4())
+    routes = [
+        ("get", "/addresses"),
+        ("get", "/contacts/addresses/525512345678/service-window?organization_address=1"),
+        ("post", "/messages"),
+        ("post", "/messages/send-template"),
+        ("get", "/messages"),
+        ("get", f"/messages/{some_id}"),
+        ("get", f"/conversations/{some_id}"),
+        ("get", "/contacts"),
+        ("post", "/contacts"),
+        ("get", f"/contacts/{some_id}"),
+        ("patch", f"/contacts/{some_id}"),
+        ("delete", f"/contacts/{some_id}"),
+    ]
+    for method, suffix in routes:
+        response = getattr(client, method)(msg(other_org, suffix), json={}, headers=org.headers())
+        assert response.status_code == 403, (method, suffix)
+        assert response.get_json() == {
+            "statusCode": 403,
+            "message": "You do not have access to this organization",
+        }
+        unauthenticated = getattr(client, method)(msg(org, suffix), json={})
+        assert unauthenticated.status_code == 401, (method, suffix)

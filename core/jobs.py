@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from flask import Flask, current_app
-from huey import Huey, MemoryHuey, RedisHuey, SqliteHuey
+from huey import Huey, MemoryHuey, RedisHuey, SqliteHuey, crontab
 from huey.consumer import Consumer
 
-from core.environments import current_environment, in_environment
+from core.environments import ENVIRONMENTS, current_environment, in_environment
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +69,34 @@ def job(retries: int = 3, retry_delay: int = 10) -> Callable[[Callable[..., Any]
     return decorator
 
 
+_periodic: dict[str, tuple[Callable[[], Any], str]] = {}
+
+
+def periodic(minute: str = "*") -> Callable[[Callable[[], Any]], Callable[[], Any]]:
+    """Run ``fn()`` in every environment on a cron minute pattern (``"*"``: every minute), from whichever
+    consumer runs the queue. Useful for sweeps that repair what a dead worker left behind."""
+
+    def decorator(fn: Callable[[], Any]) -> Callable[[], Any]:
+        _periodic[f"{fn.__module__}.{fn.__qualname__}"] = (fn, minute)
+        if _huey is not None:
+            _bind_periodic(_huey, f"{fn.__module__}.{fn.__qualname__}", fn, minute)
+        return fn
+
+    return decorator
+
+
+def _bind_periodic(huey: Huey, name: str, fn: Callable[[], Any], minute: str) -> None:
+    def run_everywhere() -> None:
+        if _app is None:
+            return
+        for environment in ENVIRONMENTS:
+            with in_environment(_app, environment):
+                fn()
+
+    run_everywhere.__name__ = name.replace(".", "__")
+    huey.periodic_task(crontab(minute=minute), name=name)(run_everywhere)
+
+
 def _make_huey(app: Flask) -> Huey:
     mode = app.config.get("JOBS_MODE", "embedded")
     if mode == "inline":
@@ -86,6 +114,8 @@ def init_app(app: Flask) -> None:
     _huey = _make_huey(app)
     for declared in _registry.values():
         declared.bind(_huey)
+    for name, (fn, minute) in _periodic.items():
+        _bind_periodic(_huey, name, fn, minute)
     app.extensions["agentdesk.huey"] = _huey
 
 

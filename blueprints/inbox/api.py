@@ -14,6 +14,11 @@ from blueprints.inbox.schemas import (
     AssignTeamIn,
     AssignTeamOut,
     AuditEventOut,
+    BroadcastIn,
+    BroadcastListOut,
+    BroadcastListQuery,
+    BroadcastOut,
+    BroadcastPath,
     ConversationListOut,
     ConversationListQuery,
     ConversationOut,
@@ -40,7 +45,7 @@ from blueprints.inbox.schemas import (
     RoutingIn,
     RoutingOut,
 )
-from blueprints.inbox.services import assignment, conversations, labels, notes
+from blueprints.inbox.services import assignment, broadcasts, conversations, labels, notes
 from blueprints.inbox.services.common import as_uuid
 from core import auth
 from core.errors import ACCESS_DENIED, ApiError
@@ -184,3 +189,26 @@ def get_routing(path: AddressPath) -> dict[str, Any]:
 def set_routing(path: AddressPath, body: RoutingIn) -> dict[str, Any]:
     """`target` team (with `team_id`), member (with `member_id`, e.g. an AI agent) or none."""
     return assignment.set_routing(_org(), path.address, body.target, body.team_id, body.member_id)
+
+
+@api.post("/broadcasts", responses={201: BroadcastOut, 409: PlainError})
+def create_broadcast(path: OrgPath, body: BroadcastIn) -> tuple[dict[str, Any], int]:
+    """Send an approved template to up to 1,000 recipients in the background, paced per number."""
+    return broadcasts.create_broadcast(_org(), body, created_by="api"), 201
+
+
+@api.get("/broadcasts", responses={200: BroadcastListOut})
+def list_broadcasts(path: OrgPath, query: BroadcastListQuery) -> dict[str, Any]:
+    return broadcasts.list_broadcasts(_org(), query)
+
+
+@api.get("/broadcasts/<broadcast_id>", responses={200: BroadcastOut})
+def get_broadcast(path: BroadcastPath) -> dict[str, Any]:
+    """The broadcast with counts per state and every recipient's result."""
+    return broadcasts.get_broadcast(_org(), path.broadcast_id)
+
+
+@api.post("/broadcasts/<broadcast_id>/cancel", responses={200: BroadcastOut, 409: PlainError})
+def cancel_broadcast(path: BroadcastPath) -> dict[str, Any]:
+    """Stop sending: recipients still queued are canceled; those already sent stay sent."""
+    return broadcasts.cancel_broadcast(_org(), path.broadcast_id)

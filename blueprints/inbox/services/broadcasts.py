@@ -1,0 +1,435 @@
+"""Broadcasts: one approved WhatsApp template sent to up to 1,000 recipients per request, in the background.
+
+Every recipient moves ``queued -> sending -> sent | failed`` (or ``canceled``), each step committed, and is
+claimed with a compare-and-set, so two workers never send to the same recipient. After a worker dies, the
+resumer looks at each recipient left in ``sending``: if no message was created for it, nothing reached the
+provider and it is queued again; if the message has the provider's id it was sent; if the message exists
+without one, the outcome is unknown and the recipient is reported as ``unknown`` rather than sent twice.
+Sending is paced per broadcast at ``rate_per_second`` (Meta's default throughput is 80 messages per
+second per number; ``BROADCAST_RATE_PER_SECOND``).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections import Counter
+from datetime import datetime, timedelta
+from typing import Any
+
+from flask import current_app
+from sqlalchemy import func, select, update
+
+from blueprints.channels.crypto import TokenDecryptionError
+from blueprints.channels.models import OrganizationAddress
+from blueprints.channels.providers import ProviderError, Template, provider_for
+from blueprints.inbox.models import Broadcast, BroadcastRecipient
+from blueprints.inbox.schemas import BroadcastIn, BroadcastListQuery, TemplateComponent
+from blueprints.inbox.services.common import as_uuid
+from blueprints.messaging import services as messaging
+from blueprints.messaging.models import Conversation, Message
+from blueprints.messaging.schemas import SendTemplateIn
+from core.db import db, isoformat, utcnow
+from core.errors import ApiError
+from core.events import publish
+from core.jobs import job, periodic
+from core.pagination import paginate
+
+RECIPIENT_STATES = ("queued", "sending", "sent", "failed", "unknown", "canceled")
+
+
+def _rate(body: BroadcastIn) -> int:
+    return body.rate_per_second or int(current_app.config.get("BROADCAST_RATE_PER_SECOND", 80))
+
+
+def _check_named(components: list[TemplateComponent], where: str) -> None:
+    for component in components:
+        for parameter in component.parameters:
+            if parameter.type == "text" and not parameter.parameter_name:
+                raise ApiError(400, messaging.PARAMETER_NAME_MISSING, param=where)
+
+
+def create_broadcast(
+    organization_id: uuid.UUID, body: BroadcastIn, *, created_by: str | None = None
+) -> dict[str, Any]:
+    address = messaging._sendable_address(organization_id, body.organization_address, None)
+    if address.service != "whatsapp":
+        raise ApiError(
+            400,
+            "organization_address: broadcasts are sent from WhatsApp addresses",
+            param="organization_address",
+        )
+    _check_named(body.components, "components")
+    recipients: dict[str, BroadcastRecipient] = {}
+    for index, item in enumerate(body.recipients):
+        to = messaging.contact_address_for("whatsapp", item.to, f"recipients.{index}.to")
+        if item.components is not None:
+            _check_named(item.components, f"recipients.{index}.components")
+        if to not in recipients:
+            recipients[to] = BroadcastRecipient(
+                organization_id=organization_id,
+                position=len(recipients),
+                contact_address=to,
+                parameters=[c.model_dump(exclude_none=True) for c in item.components]
+                if item.components
+                else None,
+            )
+    template = _approved_template(address, body.meta_template_id)
+    broadcast = Broadcast(
+        organization_id=organization_id,
+        name=body.name,
+        organization_address=address.address,
+        meta_template_id=body.meta_template_id,
+        template_name=template.name,
+        template_language=template.language,
+        components=[c.model_dump(exclude_none=True) for c in body.components],
+        status="sending",
+        rate_per_second=_rate(body),
+        total=len(recipients),
+        created_by=created_by,
+    )
+    db.session.add(broadcast)
+    db.session.flush()
+    for recipient in recipients.values():
+        recipient.broadcast_id = broadcast.id
+    db.session.add_all(recipients.values())
+    broadcast_id = str(broadcast.id)
+    publish("broadcast.created", organization_id, {"broadcast_id": broadcast_id, "total": broadcast.total})
+    db.session.commit()
+    run_broadcast_job.enqueue(str(organization_id), broadcast_id)
+    return get_broadcast(organization_id, broadcast_id)
+
+
+def _approved_template(address: OrganizationAddress, template_id: str) -> Template:
+    """Read the template once at creation so a broadcast with a bad template never starts; every send
+    reads it again (the messaging area's rule), so a template paused midway stops the rest."""
+    try:
+        template = provider_for(address).get_template(address, template_id)
+    except (ProviderError, TokenDecryptionError):
+        raise ApiError(404, messaging.TEMPLATE_LOOKUP_FAILED, param="meta_template_id") from None
+    if template.status != "APPROVED":
+        raise ApiError(
+            400,
+            f"Template {template.name} is not approved (status {template.status})",
+            param="meta_template_id",
+        )
+    return template
+
+
+def _broadcast_or_404(organization_id: uuid.UUID, broadcast_id: str) -> Broadcast:
+    identifier = as_uuid(broadcast_id)
+    broadcast = db.session.get(Broadcast, identifier) if identifier else None
+    if broadcast is None or broadcast.organization_id != organization_id:
+        raise ApiError(404, "Broadcast not found")
+    return broadcast
+
+
+def _counts(broadcast_ids: list[uuid.UUID]) -> dict[uuid.UUID, Counter[str]]:
+    counts: dict[uuid.UUID, Counter[str]] = {b: Counter() for b in broadcast_ids}
+    if broadcast_ids:
+        rows = db.session.execute(
+            select(BroadcastRecipient.broadcast_id, BroadcastRecipient.state, func.count())
+            .where(BroadcastRecipient.broadcast_id.in_(broadcast_ids))
+            .group_by(BroadcastRecipient.broadcast_id, BroadcastRecipient.state)
+        )
+        for broadcast_id, state, count in rows:
+            counts[broadcast_id][state] = count
+    return counts
+
+
+def serialize_broadcast(broadcast: Broadcast, counts: Counter[str]) -> dict[str, Any]:
+    return {
+        "id": str(broadcast.id),
+        "name": broadcast.name,
+        "organization_address": broadcast.organization_address,
+        "meta_template_id": broadcast.meta_template_id,
+        "template_name": broadcast.template_name,
+        "template_language": broadcast.template_language,
+        "status": broadcast.status,
+        "total": broadcast.total,
+        "counts": {state: counts.get(state, 0) for state in RECIPIENT_STATES},
+        "rate_per_second": broadcast.rate_per_second,
+        "created_at": isoformat(broadcast.created_at),
+        "completed_at": isoformat(broadcast.completed_at),
+        "canceled_at": isoformat(broadcast.canceled_at),
+    }
+
+
+def serialize_recipient(recipient: BroadcastRecipient) -> dict[str, Any]:
+    return {
+        "to": recipient.contact_address,
+        "state": recipient.state,
+        "message_id": recipient.message_id,
+        "conversation_id": recipient.conversation_id,
+        "error": recipient.error,
+        "attempted_at": isoformat(recipient.attempted_at),
+        "finished_at": isoformat(recipient.finished_at),
+    }
+
+
+def get_broadcast(organization_id: uuid.UUID, broadcast_id: str) -> dict[str, Any]:
+    broadcast = _broadcast_or_404(organization_id, broadcast_id)
+    recipients = db.session.scalars(
+        select(BroadcastRecipient)
+        .where(BroadcastRecipient.broadcast_id == broadcast.id)
+        .order_by(BroadcastRecipient.position)
+    )
+    result = serialize_broadcast(broadcast, _counts([broadcast.id])[broadcast.id])
+    result["recipients"] = [serialize_recipient(r) for r in recipients]
+    return result
+
+
+def list_broadcasts(organization_id: uuid.UUID, query: BroadcastListQuery) -> dict[str, Any]:
+    statement = select(Broadcast).where(Broadcast.organization_id == organization_id)
+    if query.status:
+        statement = statement.where(Broadcast.status == query.status)
+    page = paginate(
+        statement.order_by(Broadcast.created_at.desc(), Broadcast.id), offset=query.skip, limit=query.take
+    )
+    counts = _counts([b.id for b in page.items])
+    return {
+        "data": [serialize_broadcast(b, counts[b.id]) for b in page.items],
+        "total": page.total,
+        "skip": query.skip,
+        "take": query.take,
+    }
+
+
+def cancel_broadcast(organization_id: uuid.UUID, broadcast_id: str) -> dict[str, Any]:
+    broadcast = _broadcast_or_404(organization_id, broadcast_id)
+    if broadcast.status in ("completed", "canceled"):
+        raise ApiError(409, f"Broadcast is already {broadcast.status}")
+    broadcast.status = "canceled"
+    broadcast.canceled_at = utcnow()
+    db.session.execute(
+        update(BroadcastRecipient)
+        .where(BroadcastRecipient.broadcast_id == broadcast.id, BroadcastRecipient.state == "queued")
+        .values(state="canceled", finished_at=utcnow())
+    )
+    publish("broadcast.canceled", organization_id, {"broadcast_id": str(broadcast.id)})
+    db.session.commit()
+    return get_broadcast(organization_id, broadcast_id)
+
+
+# ---- sending ---------------------------------------------------------------------------------------------
+
+
+def _claim_next(broadcast_id: uuid.UUID) -> BroadcastRecipient | None:
+    """Take the next queued recipient for this worker, or None when none is left."""
+    while True:
+        candidate = db.session.scalar(
+            select(BroadcastRecipient.id)
+            .where(BroadcastRecipient.broadcast_id == broadcast_id, BroadcastRecipient.state == "queued")
+            .order_by(BroadcastRecipient.position)
+            .limit(1)
+        )
+        if candidate is None:
+            return None
+        claimed = db.session.execute(
+            update(BroadcastRecipient)
+            .where(BroadcastRecipient.id == candidate, BroadcastRecipient.state == "queued")
+            .values(state="sending", attempted_at=utcnow())
+            .execution_options(synchronize_session=False)
+        )
+        db.session.commit()
+        if claimed.rowcount == 1:
+            return db.session.get(BroadcastRecipient, candidate)
+
+
+def _send_one(broadcast: Broadcast, recipient: BroadcastRecipient) -> None:
+    components = recipient.parameters if recipient.parameters is not None else broadcast.components
+    body = SendTemplateIn.model_validate(
+        {
+            "organization_address": broadcast.organization_address,
+            "to": recipient.contact_address,
+            "meta_template_id": broadcast.meta_template_id,
+            "components": components,
+            "do_not_pause": True,
+        }
+    )
+    started = recipient.attempted_at or utcnow()
+    existed = _conversation_exists(broadcast, recipient.contact_address)
+    try:
+        message = send_template(broadcast.organization_id, body)
+    except ApiError as error:
+        db.session.rollback()
+        recipient = db.session.get(BroadcastRecipient, recipient.id)  # type: ignore[assignment]
+        sent = _message_for(broadcast, recipient.contact_address, started)
+        recipient.state = "failed"
+        recipient.error = {"message": error.message, "status": error.status}
+        recipient.message_id = str(sent.id) if sent else None
+        recipient.conversation_id = str(sent.conversation_id) if sent else None
+        recipient.finished_at = utcnow()
+        db.session.commit()
+        return
+    recipient.state = "sent"
+    recipient.message_id = message["id"]
+    recipient.conversation_id = message["conversation_id"]
+    recipient.finished_at = utcnow()
+    if not existed:
+        _mark_opened(broadcast, message["conversation_id"])
+    db.session.commit()
+
+
+def send_template(organization_id: uuid.UUID, body: SendTemplateIn) -> dict[str, Any]:
+    """The messaging area's template send: the same rules as a single send (kept as a seam for tests)."""
+    return messaging.send_template(organization_id, body)
+
+
+def _conversation_exists(broadcast: Broadcast, contact_address: str) -> bool:
+    return (
+        db.session.scalar(
+            select(Conversation.id).where(
+                Conversation.organization_id == broadcast.organization_id,
+                Conversation.organization_address == broadcast.organization_address,
+                Conversation.contact_address == contact_address,
+                Conversation.service == "whatsapp",
+            )
+        )
+        is not None
+    )
+
+
+def _mark_opened(broadcast: Broadcast, conversation_id: str) -> None:
+    """A conversation that this send created is marked as opened by the broadcast."""
+    conversation = db.session.get(Conversation, uuid.UUID(conversation_id))
+    if conversation is not None and conversation.broadcast_id is None:
+        conversation.broadcast_id = broadcast.id
+        conversation.is_broadcast = True
+
+
+def _message_for(broadcast: Broadcast, contact_address: str, since: datetime) -> Message | None:
+    return db.session.scalar(
+        select(Message)
+        .where(
+            Message.organization_id == broadcast.organization_id,
+            Message.organization_address == broadcast.organization_address,
+            Message.contact_address == contact_address,
+            Message.direction == "outgoing",
+            Message.template_name == broadcast.template_name,
+            Message.created_at >= since - timedelta(seconds=1),
+        )
+        .order_by(Message.created_at)
+        .limit(1)
+    )
+
+
+def recover_in_flight(broadcast: Broadcast) -> dict[str, int]:
+    """Settle recipients a dead worker left in ``sending`` (see the module's docstring)."""
+    outcome: Counter[str] = Counter()
+    stuck = db.session.scalars(
+        select(BroadcastRecipient).where(
+            BroadcastRecipient.broadcast_id == broadcast.id, BroadcastRecipient.state == "sending"
+        )
+    )
+    for recipient in list(stuck):
+        message = _message_for(
+            broadcast, recipient.contact_address, recipient.attempted_at or broadcast.created_at
+        )
+        if message is None:
+            recipient.state, recipient.attempted_at = "queued", None
+        elif message.external_id:
+            recipient.state, recipient.message_id = "sent", str(message.id)
+            recipient.conversation_id = str(message.conversation_id)
+            recipient.finished_at = utcnow()
+        elif message.current_status == "failed":
+            recipient.state, recipient.message_id = "failed", str(message.id)
+            recipient.error = (message.status or {}).get("error")
+            recipient.finished_at = utcnow()
+        else:
+            recipient.state, recipient.message_id = "unknown", str(message.id)
+            recipient.error = {"message": "the worker stopped while this message was being sent"}
+            recipient.finished_at = utcnow()
+        outcome[recipient.state] += 1
+    db.session.commit()
+    return dict(outcome)
+
+
+class _Pacer:
+    """At most ``rate`` sends per second, spread evenly."""
+
+    def __init__(self, rate: int) -> None:
+        self.interval = 1.0 / max(rate, 1)
+        self.next_at = time.monotonic()
+
+    def wait(self) -> None:
+        now = time.monotonic()
+        if self.next_at > now:
+            time.sleep(self.next_at - now)
+        self.next_at = max(now, self.next_at) + self.interval
+
+
+def run_broadcast(organization_id: uuid.UUID, broadcast_id: str) -> dict[str, Any]:
+    """Send to every queued recipient; safe to run again (or concurrently) at any time."""
+    broadcast = _broadcast_or_404(organization_id, broadcast_id)
+    recover_in_flight(broadcast)
+    pacer = _Pacer(broadcast.rate_per_second)
+    while True:
+        status = db.session.scalar(select(Broadcast.status).where(Broadcast.id == broadcast.id))
+        if status != "sending":
+            break
+        recipient = _claim_next(broadcast.id)
+        if recipient is None:
+            _complete(broadcast)
+            break
+        pacer.wait()
+        _send_one(broadcast, recipient)
+    return get_broadcast(organization_id, broadcast_id)
+
+
+def _complete(broadcast: Broadcast) -> None:
+    pending = db.session.scalar(
+        select(func.count())
+        .select_from(BroadcastRecipient)
+        .where(
+            BroadcastRecipient.broadcast_id == broadcast.id,
+            BroadcastRecipient.state.in_(("queued", "sending")),
+        )
+    )
+    if pending:
+        return  # another worker is still sending
+    done = db.session.execute(
+        update(Broadcast)
+        .where(Broadcast.id == broadcast.id, Broadcast.status == "sending")
+        .values(status="completed", completed_at=utcnow())
+        .execution_options(synchronize_session=False)
+    )
+    if done.rowcount:
+        publish("broadcast.completed", broadcast.organization_id, {"broadcast_id": str(broadcast.id)})
+    db.session.commit()
+
+
+def resume_stalled(older_than_seconds: int = 60) -> list[str]:
+    """Re-enqueue broadcasts still ``sending`` whose last recipient activity is older than the limit
+    (their worker died). Run by ``flask --app app broadcasts resume`` and periodically by the queue."""
+    cutoff = utcnow() - timedelta(seconds=older_than_seconds)
+    last_activity = (
+        select(
+            BroadcastRecipient.broadcast_id,
+            func.max(func.coalesce(BroadcastRecipient.finished_at, BroadcastRecipient.attempted_at)).label(
+                "at"
+            ),
+        )
+        .group_by(BroadcastRecipient.broadcast_id)
+        .subquery()
+    )
+    rows = db.session.execute(
+        select(Broadcast.organization_id, Broadcast.id)
+        .outerjoin(last_activity, last_activity.c.broadcast_id == Broadcast.id)
+        .where(Broadcast.status == "sending")
+        .where((last_activity.c.at.is_(None)) | (last_activity.c.at < cutoff))
+        .where(Broadcast.updated_at < cutoff)
+    ).all()
+    for organization_id, broadcast_id in rows:
+        run_broadcast_job.enqueue(str(organization_id), str(broadcast_id))
+    return [str(b) for _, b in rows]
+
+
+@job(retries=0)
+def run_broadcast_job(organization_id: str, broadcast_id: str) -> None:
+    run_broadcast(uuid.UUID(organization_id), broadcast_id)
+
+
+@periodic(minute="*")
+def resume_stalled_broadcasts() -> None:
+    resume_stalled(older_than_seconds=60)

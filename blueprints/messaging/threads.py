@@ -26,6 +26,8 @@ from blueprints.messaging.models import (
     StatusBacklog,
 )
 from core.db import db, isoformat
+from core.errors import ApiError
+from core.phones import InvalidPhoneNumber, normalize_phone
 
 T = TypeVar("T")
 CHUNK = 500  # bound IN (...) lists: SQLite allows 32k parameters, PostgreSQL 65k; stay far below
@@ -228,3 +230,25 @@ def apply_backlog(messages: Sequence[Message]) -> list[Message]:
                     changed.append(message)
                 db.session.delete(row)
     return changed
+
+
+def parse_uuid(value: str | uuid.UUID | None) -> uuid.UUID | None:
+    if isinstance(value, uuid.UUID):
+        return value
+    try:
+        return uuid.UUID(str(value))
+    except (TypeError, ValueError):
+        return None
+
+
+def contact_address_for(service: str, raw: str, field_name: str) -> str:
+    """WhatsApp numbers in E.164 (with or without ``+``; 521/549 quirks folded); other ids as given."""
+    if service != "whatsapp":
+        value = raw.strip()
+        if not value:
+            raise ApiError(400, f"{field_name}: must not be empty", param=field_name)
+        return value
+    try:
+        return normalize_phone(raw)
+    except InvalidPhoneNumber:
+        raise ApiError(400, f"{field_name}: not a valid phone number", param=field_name) from None

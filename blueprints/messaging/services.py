@@ -32,10 +32,15 @@ from blueprints.messaging.models import (
 from blueprints.messaging.schemas import (
     MessageListQuery,
 )
-from blueprints.messaging.sending import (
+from blueprints.messaging.sending import (  # the inbox area's broadcasts use these through this module
     ADDRESS_NOT_FOUND,
+    NO_TOKEN,
+    PARAMETER_NAME_MISSING,
+    SEND_FAILED,
     SERVICE_WINDOW,
+    TEMPLATE_LOOKUP_FAILED,
     Outcome,
+    _sendable_address,
     run_idempotent,
     send_message,
     send_template,
@@ -52,8 +57,16 @@ from core.pagination import paginate
 from core.timeutil import parse_iso_datetime
 
 __all__ = [
+    "ADDRESS_NOT_FOUND",
+    "NO_TOKEN",
+    "PARAMETER_NAME_MISSING",
+    "SEND_FAILED",
+    "SERVICE_WINDOW",
+    "TEMPLATE_LOOKUP_FAILED",
     "IngestResult",
     "Outcome",
+    "_sendable_address",
+    "contact_address_for",
     "conversation_belongs",
     "conversation_transcript",
     "create_contact",

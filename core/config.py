@@ -67,6 +67,8 @@ def load_settings(overrides: dict[str, Any] | None = None) -> dict[str, Any]:
         "META_APP_SECRET": env.get("META_APP_SECRET") or None,
         "META_HTTP_TIMEOUT": float(env.get("META_HTTP_TIMEOUT", "15")),
         "CHANNEL_TOKEN_KEY": env.get("CHANNEL_TOKEN_KEY") or None,
+        # Broadcast pacing per sending number (Meta's default throughput is 80 messages per second).
+        "BROADCAST_RATE_PER_SECOND": int(env.get("BROADCAST_RATE_PER_SECOND", "80")),
     }
     settings.update(overrides)
     if not settings["SECRET_KEY"]:

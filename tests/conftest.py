@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient, FlaskCliRunner
-from sqlalchemy import text
 
 from app import create_app
 from core.db import db
@@ -58,18 +57,15 @@ def app(app_config: dict[str, Any]) -> Iterator[Flask]:
 
 
 def _empty_stores(application: Flask) -> None:
+    """Delete every row the test wrote. Plain DELETEs in foreign-key order: on tables this small they are
+    far cheaper than TRUNCATE, whose fixed cost per table dominated the PostgreSQL lane."""
     for environment in ENVIRONMENTS:
         target = environment_app(application, environment)
         with target.app_context():
             db.session.remove()
-            tables = [t for t in reversed(db.metadata.sorted_tables)]
             with db.engine.begin() as connection:
-                if connection.dialect.name == "postgresql":
-                    names = ", ".join(f'"{t.name}"' for t in tables)
-                    connection.execute(text(f"TRUNCATE {names} RESTART IDENTITY CASCADE"))
-                else:
-                    for table in tables:
-                        connection.execute(table.delete())
+                for table in reversed(db.metadata.sorted_tables):
+                    connection.execute(table.delete())
             db.engine.dispose()
 
 

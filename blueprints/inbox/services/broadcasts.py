@@ -26,7 +26,8 @@ from blueprints.channels.providers import ProviderError, Template, provider_for
 from blueprints.inbox.models import Broadcast, BroadcastRecipient
 from blueprints.inbox.schemas import BroadcastIn, BroadcastListQuery, TemplateComponent
 from blueprints.inbox.services.common import as_uuid
-from blueprints.messaging import services as messaging
+from blueprints.messaging import sending as messaging
+from blueprints.messaging.threads import contact_address_for
 from blueprints.messaging.models import Conversation, Message
 from blueprints.messaging.schemas import SendTemplateIn
 from core.db import db, isoformat, utcnow
@@ -62,7 +63,7 @@ def create_broadcast(
     _check_named(body.components, "components")
     recipients: dict[str, BroadcastRecipient] = {}
     for index, item in enumerate(body.recipients):
-        to = messaging.contact_address_for("whatsapp", item.to, f"recipients.{index}.to")
+        to = contact_address_for("whatsapp", item.to, f"recipients.{index}.to")
         if item.components is not None:
             _check_named(item.components, f"recipients.{index}.components")
         if to not in recipients:

@@ -1,0 +1,104 @@
+"""The areas working together: deal links read the real transcript, linked conversations are not
+deleted, CRM contact merges carry the messaging contacts along, AI agents list the connected channels."""
+
+from __future__ import annotations
+
+from flask.testing import FlaskClient
+
+from tests.conftest import Org
+from tests.fakes.fixtures import Channel
+from tests.fakes.meta_webhooks import wa_change, wa_delivery, wa_text
+
+
+def crm(org: Org, suffix: str) -> str:
+    return f"/v1/crm/organizations/{org.id}{suffix}"
+
+
+def msg(org: Org, suffix: str) -> str:
+    return f"/v2/messages/organizations/{org.id}{suffix}"
+
+
+def inbound(deliver, channel: Channel, text: str, sender: str = "5215512345678") -> None:
+    assert (
+        deliver(wa_delivery(wa_change(channel.address, messages=[wa_text(sender, text)]))).status_code == 200
+    )
+
+
+def _deal(client: FlaskClient, org: Org) -> str:
+    pipeline = client.get(crm(org, "/pipelines"), headers=org.headers()).get_json()["data"][0]
+    response = client.post(
+        crm(org, "/deals"),
+        json={
+            "name": "Fleet renewal",
+            "pipeline_id": pipeline["id"],
+            "stage_id": pipeline["stages"][0]["id"],
+        },
+        headers=org.headers(),
+    )
+    assert response.status_code == 201, response.get_json()
+    return response.get_json()["id"]
+
+
+def test_linking_a_conversation_captures_its_real_transcript(
+    client: FlaskClient, org: Org, wa: Channel, deliver
+) -> None:
+    inbound(deliver, wa, "Necesito renovar 40 líneas para mi flotilla antes de diciembre")
+    [conversation] = client.get(msg(org, "/conversations"), headers=org.headers()).get_json()["data"]
+    deal = _deal(client, org)
+    link = client.post(
+        crm(org, f"/deals/{deal}/conversations"),
+        json={"conversation_id": conversation["id"], "channel": "whatsapp"},
+        headers=org.headers(),
+    )
+    assert link.status_code == 201, link.get_json()
+    assert "40 líneas" in (link.get_json()["summary"] or "")
+
+
+def test_a_conversation_linked_to_a_deal_is_not_deleted(
+    client: FlaskClient, org: Org, wa: Channel, deliver
+) -> None:
+    inbound(deliver, wa, "hola")
+    [conversation] = client.get(msg(org, "/conversations"), headers=org.headers()).get_json()["data"]
+    deal = _deal(client, org)
+    link = client.post(
+        crm(org, f"/deals/{deal}/conversations"),
+        json={"conversation_id": conversation["id"]},
+        headers=org.headers(),
+    ).get_json()
+    refused = client.delete(msg(org, f"/conversations/{conversation['id']}"), headers=org.headers())
+    assert refused.status_code == 409
+    assert refused.get_json()["message"].startswith("Conversation is linked to 1 deal")
+    client.delete(crm(org, f"/deals/{deal}/conversations/{link['id']}"), headers=org.headers())
+    assert (
+        client.delete(msg(org, f"/conversations/{conversation['id']}"), headers=org.headers()).status_code
+        == 200
+    )
+
+
+def test_merging_crm_contacts_moves_the_messaging_contacts(
+    client: FlaskClient, org: Org, make_conversation
+) -> None:
+    keep = client.post(crm(org, "/contacts"), json={"name": "Ana"}, headers=org.headers()).get_json()
+    gone = client.post(crm(org, "/contacts"), json={"name": "Ana L."}, headers=org.headers()).get_json()
+    cid = make_conversation(org, crm_contact_id=gone["id"])
+    merged = client.post(
+        crm(org, f"/contacts/{keep['id']}/merge"),
+        json={"source_contact_id": gone["id"]},
+        headers=org.headers(),
+    )
+    assert merged.status_code == 200, merged.get_json()
+    listed = client.get(
+        msg(org, f"/conversations?crm_contact_id={keep['id']}"), headers=org.headers()
+    ).get_json()
+    assert [c["id"] for c in listed["data"]] == [cid]
+
+
+def test_ai_agents_list_the_connected_channels(
+    client: FlaskClient, org: Org, wa: Channel, make_member
+) -> None:
+    agent = make_member(org, "Bot", ai=True)
+    detail = client.get(
+        f"/v1/members/organizations/{org.id}/members/ai-agents/{agent}", headers=org.headers()
+    )
+    assert detail.status_code == 200, detail.get_json()
+    assert detail.get_json()["connections"] == ["whatsapp"]

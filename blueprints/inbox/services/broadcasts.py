@@ -27,9 +27,9 @@ from blueprints.inbox.models import Broadcast, BroadcastRecipient
 from blueprints.inbox.schemas import BroadcastIn, BroadcastListQuery, TemplateComponent
 from blueprints.inbox.services.common import as_uuid
 from blueprints.messaging import sending as messaging
-from blueprints.messaging.threads import contact_address_for
 from blueprints.messaging.models import Conversation, Message
 from blueprints.messaging.schemas import SendTemplateIn
+from blueprints.messaging.threads import contact_address_for
 from core.db import db, isoformat, utcnow
 from core.errors import ApiError
 from core.events import publish

@@ -54,6 +54,14 @@ class Job:
             raise RuntimeError(f"job {self.name} enqueued before jobs.init_app()")
         return self._task(current_environment(), *args, **kwargs)
 
+    def schedule(self, delay: float, *args: Any, **kwargs: Any) -> Any:
+        """Enqueue to run after ``delay`` seconds; inline mode (tests) runs it at once."""
+        if self._task is None:
+            raise RuntimeError(f"job {self.name} scheduled before jobs.init_app()")
+        if queue().immediate:
+            return self.enqueue(*args, **kwargs)
+        return self._task.schedule(args=(current_environment(), *args), kwargs=kwargs, delay=delay)
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)
 

@@ -37,6 +37,12 @@ def init_app(app: Flask) -> None:
         engineio_logger=False,
     )
     add_sink(_emit_domain_event)
+    app.extensions["agentdesk.socketio_server"] = socketio.server
+
+
+def activate(app: Flask) -> None:
+    """Point the shared SocketIO object back at ``app``'s server (tests reuse apps built earlier)."""
+    socketio.server = app.extensions["agentdesk.socketio_server"]
 
 
 def _emit_domain_event(domain_event: DomainEvent) -> None:

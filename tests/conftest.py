@@ -14,6 +14,7 @@ from flask import Flask
 from flask.testing import FlaskClient, FlaskCliRunner
 
 from app import create_app
+from core import jobs, realtime
 from core.db import db
 from core.environments import ENVIRONMENTS, SANDBOX, environment_app
 from tests.support.queries import QueryCounter, count_queries
@@ -23,9 +24,14 @@ TEST_SECRET = "test-secret-key-not-for-production-0123456789"
 
 
 @pytest.fixture(scope="session")
-def stores(tmp_path_factory: pytest.TempPathFactory) -> Stores:
+def shared_instance(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("instance")
+
+
+@pytest.fixture(scope="session")
+def stores(tmp_path_factory: pytest.TempPathFactory, shared_instance: Path) -> Stores:
     stores = make_stores(tmp_path_factory.mktemp("stores"))
-    app = create_app(_config(stores, tmp_path_factory.mktemp("instance")))
+    app = create_app(_config(stores, shared_instance))
     app.test_cli_runner().invoke(args=["setup"], catch_exceptions=False)
     return stores
 
@@ -44,16 +50,35 @@ def _config(stores: Stores, instance: Path) -> dict[str, Any]:
 
 
 @pytest.fixture
-def app_config(stores: Stores, tmp_path: Path) -> dict[str, Any]:
-    """Override in a module to change settings before the app is built."""
-    return _config(stores, tmp_path)
+def app_config(stores: Stores, shared_instance: Path) -> dict[str, Any]:
+    """Override in a module to change settings before the app is built. Tests whose app writes files
+    under the instance folder (an embedded job queue) set their own ``INSTANCE_PATH``."""
+    return _config(stores, shared_instance)
+
+
+# Building the two apps compiles ~600 URL rules, the largest fixed cost of a test; apps are therefore
+# reused between tests with the same settings. Each test still starts from empty stores, the app's own
+# Socket.IO server and job queue re-activated, and configuration restored to what it was at build time.
+_APPS: dict[str, tuple[Flask, dict[str, dict[str, Any]]]] = {}
 
 
 @pytest.fixture
 def app(app_config: dict[str, Any]) -> Iterator[Flask]:
-    application = create_app(app_config)
+    key = repr(sorted(app_config.items(), key=lambda item: item[0]))
+    if key in _APPS:
+        application, snapshots = _APPS[key]
+        realtime.activate(application)
+        jobs.init_app(application)
+    else:
+        application = create_app(app_config)
+        snapshots = {env: dict(environment_app(application, env).config) for env in ENVIRONMENTS}
+        _APPS[key] = (application, snapshots)
     yield application
     _empty_stores(application)
+    for environment, snapshot in snapshots.items():
+        config = environment_app(application, environment).config
+        config.clear()
+        config.update(snapshot)
 
 
 def _empty_stores(application: Flask) -> None:

@@ -26,7 +26,6 @@ from blueprints.channels.models import OrganizationAddress
 from blueprints.channels.providers import OutboundMessage, ProviderError, SendResult, Template
 from core import jobs
 from core.db import utcnow
-from core.environments import current_environment
 
 OUTSIDE_WINDOW = "5550101"
 UNDELIVERABLE = "5550102"
@@ -159,21 +158,12 @@ class SimulatorProvider:
                 "accepted the terms of service.",
                 "provider": "simulator",
             }
-            _later(simulated_status, 1, *key, "failed", error)
+            simulated_status.schedule(1, *key, "failed", error)
             return
         for delay, status in STATUS_STEPS:
-            _later(simulated_status, delay, *key, status, None)
+            simulated_status.schedule(delay, *key, status, None)
         if to.endswith(REPLIES):
-            _later(simulated_reply, REPLY_DELAY, address.service, address.address, message.to, REPLY_TEXT)
-
-
-def _later(job: jobs.Job, delay: int, *args: Any) -> None:
-    """Run ``job`` after ``delay`` seconds; at once when jobs run inline (tests)."""
-    if jobs.queue().immediate:
-        job.enqueue(*args)
-        return
-    task = job._task  # huey's task: .schedule() is the delayed form of enqueue
-    task.schedule(args=(current_environment(), *args), delay=delay)
+            simulated_reply.schedule(REPLY_DELAY, address.service, address.address, message.to, REPLY_TEXT)
 
 
 @jobs.job(retries=2, retry_delay=2)

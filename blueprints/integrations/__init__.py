@@ -6,7 +6,9 @@ hook, and this package plugs the owner in:
 - CRM <- messaging: conversation transcripts (deal links capture a summary), and contact merges (the
   messaging contacts that pointed at the merged-away CRM contact move to the surviving one);
 - inbox <- CRM: which deals and tickets link a conversation (a linked conversation is not deleted);
-- members <- channels: the channels an organization has connected (an AI agent's ``connections``).
+- members <- channels: the channels an organization has connected (an AI agent's ``connections``);
+- messaging <- CRM: a new WhatsApp contact is linked to the CRM contact with that phone identity, and a
+  phone identity added to (or removed from) a CRM contact links (or unlinks) the messaging contacts.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from flask import Flask
 from sqlalchemy import func, select, update
 
 from core.db import db
+from core.events import DomainEvent, subscribe
+from core.jobs import job
 
 
 def _transcript(organization_id: uuid.UUID, conversation_id: str) -> list[tuple[str, str, object]] | None:
@@ -90,12 +94,62 @@ def _connected_channels(organization_id: uuid.UUID) -> list[str]:
     )
 
 
+def _crm_contact_for_phone(organization_id: uuid.UUID, e164: str) -> str | None:
+    from blueprints.crm.models import ContactIdentity
+
+    contact_id = db.session.scalar(
+        select(ContactIdentity.contact_id).where(
+            ContactIdentity.organization_id == organization_id,
+            ContactIdentity.kind == "phone",
+            ContactIdentity.value == e164,
+        )
+    )
+    return str(contact_id) if contact_id else None
+
+
+@job(retries=2, retry_delay=5)
+def link_messaging_contacts(
+    organization_id: str, phone: str, crm_contact_id: str | None, previous: str | None
+) -> int:
+    """A CRM phone identity appeared (or went away): (un)link the messaging contacts with that number."""
+    from blueprints.messaging.contacts import link_crm_contact
+    from blueprints.messaging.models import Contact
+
+    organization = uuid.UUID(organization_id)
+    if crm_contact_id is None and previous is not None:
+        # only unlink contacts that still point at the contact that lost the number
+        still_linked = db.session.scalar(
+            select(func.count())
+            .select_from(Contact)
+            .where(Contact.organization_id == organization, Contact.crm_contact_id == previous)
+        )
+        if not still_linked:
+            return 0
+    return link_crm_contact(organization, phone, crm_contact_id)
+
+
+def _on_identity(event: DomainEvent) -> None:
+    if event.data.get("kind") != "phone":
+        return
+    added = event.name == "crm.contact_identity_added"
+    link_messaging_contacts.enqueue(
+        event.organization_id,
+        event.data["value"],
+        event.data["contact_id"] if added else None,
+        None if added else event.data["contact_id"],
+    )
+
+
 def init_app(app: Flask) -> None:
     from blueprints.crm.hooks import register_contact_merge_hook, register_conversation_reader
     from blueprints.inbox.services.conversations import register_reference_checker
     from blueprints.members.services.hooks import register_connections_provider
+    from blueprints.messaging.threads import set_crm_contact_resolver
 
     register_conversation_reader(_transcript)
     register_contact_merge_hook(_merge_contacts)
     register_reference_checker(_crm_links)
     register_connections_provider(_connected_channels)
+    set_crm_contact_resolver(_crm_contact_for_phone)
+    subscribe("crm.contact_identity_added", _on_identity)
+    subscribe("crm.contact_identity_removed", _on_identity)

@@ -61,7 +61,7 @@ TEMPLATE_LOOKUP_FAILED = "Failed to get template from Meta"
 # Sending
 
 
-def _sendable_address(
+def sendable_address(
     organization_id: uuid.UUID, organization_address: str, service: str | None
 ) -> OrganizationAddress:
     address = get_address(organization_id, organization_address)
@@ -135,7 +135,7 @@ def _check_channel_content(service: str, body: SendMessageIn) -> None:
 def send_message(organization_id: uuid.UUID, body: SendMessageIn) -> dict[str, Any]:
     """Free text or media inside the service window. Outside it the message is stored as failed, with
     ``status.error``, and the call is 400 ``Message failed to send`` (the id is in ``X-Message-Id``)."""
-    address = _sendable_address(organization_id, body.organization_address, body.service)
+    address = sendable_address(organization_id, body.organization_address, body.service)
     _check_channel_content(address.service, body)
     contact_address = contact_address_for(address.service, body.contact_address, "contact_address")
     thread = thread_for(address, contact_address)
@@ -294,7 +294,7 @@ def send_template(organization_id: uuid.UUID, body: SendTemplateIn) -> dict[str,
     """A WhatsApp template, allowed outside the window. The template is read from the provider on every
     send (no stale cache: Chatwoot's stale copies caused 132000s), must be ``APPROVED``, and every text
     parameter must name its placeholder. Unless ``do_not_pause``, the conversation's AI agent is paused."""
-    address = _sendable_address(organization_id, body.organization_address, None)
+    address = sendable_address(organization_id, body.organization_address, None)
     if address.service != "whatsapp":
         raise ApiError(400, "organization_address: templates are sent from WhatsApp addresses")
     if any(not p.parameter_name for p in _text_parameters(body.components)):

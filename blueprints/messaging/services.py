@@ -32,7 +32,7 @@ from blueprints.messaging.models import (
 from blueprints.messaging.schemas import (
     MessageListQuery,
 )
-from blueprints.messaging.sending import (  # the inbox area's broadcasts use these through this module
+from blueprints.messaging.sending import (  # re-exported: one import point for other modules
     ADDRESS_NOT_FOUND,
     NO_TOKEN,
     PARAMETER_NAME_MISSING,
@@ -40,10 +40,10 @@ from blueprints.messaging.sending import (  # the inbox area's broadcasts use th
     SERVICE_WINDOW,
     TEMPLATE_LOOKUP_FAILED,
     Outcome,
-    _sendable_address,
     run_idempotent,
     send_message,
     send_template,
+    sendable_address,
 )
 from blueprints.messaging.serialize import serialize_conversation, serialize_message
 from blueprints.messaging.threads import (
@@ -65,7 +65,6 @@ __all__ = [
     "TEMPLATE_LOOKUP_FAILED",
     "IngestResult",
     "Outcome",
-    "_sendable_address",
     "contact_address_for",
     "conversation_belongs",
     "conversation_transcript",
@@ -81,6 +80,7 @@ __all__ = [
     "run_idempotent",
     "send_message",
     "send_template",
+    "sendable_address",
     "service_window",
     "set_crm_contact_resolver",
     "update_contact",

@@ -43,8 +43,8 @@ def test_inline_mode_runs_at_once_in_the_callers_environment(app: Flask, tmp_pat
 
 class TestEmbeddedQueue:
     @pytest.fixture
-    def app_config(self, app_config: dict[str, Any]) -> dict[str, Any]:
-        return {**app_config, "JOBS_MODE": "embedded"}
+    def app_config(self, app_config: dict[str, Any], tmp_path: Path) -> dict[str, Any]:
+        return {**app_config, "JOBS_MODE": "embedded", "INSTANCE_PATH": str(tmp_path)}
 
     def test_job_waits_in_sqlite_until_a_consumer_runs_it(self, app: Flask, tmp_path: Path) -> None:
         token = uuid.uuid4().hex

@@ -102,3 +102,32 @@ def test_ai_agents_list_the_connected_channels(
     )
     assert detail.status_code == 200, detail.get_json()
     assert detail.get_json()["connections"] == ["whatsapp"]
+
+
+def test_messaging_contacts_follow_crm_phone_identities(
+    client: FlaskClient, org: Org, wa: Channel, deliver
+) -> None:
+    # a CRM contact that already has the number: the new WhatsApp contact is linked on arrival
+    known = client.post(
+        crm(org, "/contacts"),
+        json={"name": "Ana", "identities": [{"kind": "phone", "value": "+52 55 1234 5678"}]},
+        headers=org.headers(),
+    ).get_json()
+    inbound(deliver, wa, "hola", sender="5215512345678")
+    linked = client.get(
+        msg(org, f"/conversations?crm_contact_id={known['id']}"), headers=org.headers()
+    ).get_json()
+    assert linked["total"] == 1
+    # a number first seen on WhatsApp, then added to a CRM contact: linked when the identity is added
+    inbound(deliver, wa, "buenas", sender="5215587654321")
+    later = client.post(crm(org, "/contacts"), json={"name": "Luis"}, headers=org.headers()).get_json()
+    added = client.post(
+        crm(org, f"/contacts/{later['id']}/identities"),
+        json={"kind": "phone", "value": "+525587654321"},
+        headers=org.headers(),
+    )
+    assert added.status_code in (200, 201), added.get_json()
+    found = client.get(
+        msg(org, f"/conversations?crm_contact_id={later['id']}"), headers=org.headers()
+    ).get_json()
+    assert found["total"] == 1 and found["data"][0]["contact_address"] == "+525587654321"

@@ -4,6 +4,7 @@ through the job queue; magic recipient numbers fail the documented ways."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -220,8 +221,9 @@ def test_demo_seed_connects_a_simulator_number_with_conversations(
 
 class TestQueuedJobs:
     @pytest.fixture
-    def app_config(self, app_config: dict[str, Any]) -> dict[str, Any]:
-        return {**app_config, "JOBS_MODE": "embedded"}
+    def app_config(self, app_config: dict[str, Any], tmp_path: Path) -> dict[str, Any]:
+        # its own instance folder: the embedded queue file must not carry jobs between tests
+        return {**app_config, "JOBS_MODE": "embedded", "INSTANCE_PATH": str(tmp_path)}
 
     def test_statuses_are_scheduled_seconds_apart(
         self, app: Flask, client: FlaskClient, runner: FlaskCliRunner, sim: Org

@@ -93,5 +93,7 @@ def _blueprints() -> list[APIBlueprint]:
 def install_probes(app: Flask) -> None:
     for environment in ENVIRONMENTS:
         target = environment_app(app, environment)
+        if "probe_crm" in target.blueprints:
+            continue  # a reused app keeps the probes it got the first time
         for blueprint in _blueprints():
             target.register_api(blueprint)  # type: ignore[attr-defined]

@@ -24,6 +24,7 @@ from blueprints.crm.models import (
 from blueprints.crm.services.common import like_pattern, scoped
 from core.db import db, utcnow
 from core.errors import ApiError, not_found
+from core.events import publish
 from core.pagination import Page, paginate
 from core.phones import InvalidPhoneNumber, normalize_phone
 
@@ -78,7 +79,15 @@ def _add_identity(contact: CrmContact, kind: str, raw: str, param: str) -> Conta
         organization_id=contact.organization_id, kind=kind, value=value, created_at=utcnow()
     )
     contact.identities.append(identity)
+    _publish_identity("crm.contact_identity_added", contact, kind, value)
     return identity
+
+
+def _publish_identity(name: str, contact: CrmContact, kind: str, value: str) -> None:
+    """Other areas match their own records on identities (messaging links its contacts by phone)."""
+    if contact.id is None:
+        db.session.flush()
+    publish(name, contact.organization_id, {"contact_id": str(contact.id), "kind": kind, "value": value})
 
 
 def _commit_identities(kind_value: str) -> None:
@@ -145,6 +154,7 @@ def remove_identity(organization_id: uuid.UUID, contact_id: uuid.UUID, identity_
         raise not_found("Identity")
     contact.identities.remove(identity)
     contact.updated_at = utcnow()
+    _publish_identity("crm.contact_identity_removed", contact, identity.kind, identity.value)
     db.session.commit()
     return get_contact(organization_id, contact.id)
 

@@ -53,7 +53,7 @@ def _check_named(components: list[TemplateComponent], where: str) -> None:
 def create_broadcast(
     organization_id: uuid.UUID, body: BroadcastIn, *, created_by: str | None = None
 ) -> dict[str, Any]:
-    address = messaging._sendable_address(organization_id, body.organization_address, None)
+    address = messaging.sendable_address(organization_id, body.organization_address, None)
     if address.service != "whatsapp":
         raise ApiError(
             400,

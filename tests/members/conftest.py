@@ -41,9 +41,11 @@ def make_member(client: FlaskClient) -> Callable[..., dict[str, Any]]:
 
 @pytest.fixture(autouse=True)
 def _no_provider_hooks() -> Any:
-    """Each test starts without the messaging area's providers and leaves none behind."""
+    """Each test starts without the other areas' providers; the real ones are put back afterwards, so
+    tests of other areas that run later (apps are reused between tests) still see them."""
+    previous = (hooks._counter, hooks._connections)
     hooks.register_active_conversation_counter(None)
     hooks.register_connections_provider(None)
     yield
-    hooks.register_active_conversation_counter(None)
-    hooks.register_connections_provider(None)
+    hooks.register_active_conversation_counter(previous[0])
+    hooks.register_connections_provider(previous[1])

@@ -7,7 +7,7 @@ import uuid
 from flask import Flask
 from flask.testing import FlaskClient
 
-from blueprints.members.services import hooks, teams
+from blueprints.members.services import hooks
 from tests.conftest import Org
 from tests.members.conftest import NO_ACCESS, error, mem
 
@@ -79,7 +79,7 @@ def test_other_organization(client: FlaskClient, org: Org, other_org: Org) -> No
     assert client.get(mem(org, "/teams"), headers=org.headers()).get_json()["total"] == 0
 
 
-def test_team_availability_and_pick(app: Flask, client: FlaskClient, org: Org, make_member, queries) -> None:
+def test_team_availability(app: Flask, client: FlaskClient, org: Org, make_member, queries) -> None:
     ana, ben, cy = (make_member(org, name=n) for n in ("Ana", "Ben", "Cy"))
     outsider = make_member(org, name="Outsider")
     team = _team(client, org, name="Sales", member_ids=[ana["id"], ben["id"], cy["id"]]).get_json()
@@ -93,17 +93,6 @@ def test_team_availability_and_pick(app: Flask, client: FlaskClient, org: Org, m
     assert body["counts"] == {"online": 2, "busy": 1, "away": 0, "offline": 0}
     loads = {m["member_id"]: (m["status"], m["active_conversations"]) for m in body["members"]}
     assert loads == {ana["id"]: ("online", 4), ben["id"]: ("online", 1), cy["id"]: ("busy", 0)}
-    with app.app_context():
-        organization_id = uuid.UUID(org.id)
-        # the online member with the fewest active conversations; busy members get nothing new
-        assert teams.pick_available_member(organization_id, team["id"]).id == ben["id"]
-        assert teams.team_name(organization_id, team["id"]) == "Sales"
-        assert teams.pick_available_member(organization_id, str(uuid.uuid4())) is None
-        assert teams.pick_available_member(organization_id, "not-a-uuid") is None
-    client.patch(mem(org, f"/members/{ana['id']}/status"), json={"status": "away"}, headers=org.headers())
-    client.patch(mem(org, f"/members/{ben['id']}/status"), json={"status": "offline"}, headers=org.headers())
-    with app.app_context():
-        assert teams.pick_available_member(uuid.UUID(org.id), team["id"]) is None
     with queries() as counted:
         client.get(mem(org, "/teams"), headers=org.headers())
     for i in range(5):

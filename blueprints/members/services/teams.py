@@ -10,7 +10,6 @@ from typing import Any
 from sqlalchemy import delete, func, select
 
 from blueprints.members.models import Member, Team, TeamMember
-from blueprints.members.services import hooks
 from blueprints.members.services.members import get_member, members_by_ids
 from core.db import db
 from core.errors import ApiError, not_found
@@ -167,22 +166,3 @@ def count_members(team_ids: list[uuid.UUID]) -> dict[uuid.UUID, int]:
         .group_by(TeamMember.team_id)
     )
     return {team_id: count for team_id, count in rows}
-
-
-def pick_available_member(organization_id: uuid.UUID, team_id: uuid.UUID | str) -> Member | None:
-    """For "assign to team": the team's online member with the fewest active conversations (ties: the
-    one online the longest). None when the team is unknown or nobody in it is online. Two queries plus
-    one call of the conversation counter, whatever the team's size."""
-    team = find_team(organization_id, team_id)
-    if team is None:
-        return None
-    online = [m for m in members_of([team.id])[team.id] if m.status == "online"]
-    if not online:
-        return None
-    load = hooks.active_conversations(organization_id, [m.id for m in online])
-    return min(online, key=lambda m: (load[m.id], m.status_since, m.id))
-
-
-def team_name(organization_id: uuid.UUID, team_id: uuid.UUID | str) -> str | None:
-    team = find_team(organization_id, team_id)
-    return team.name if team else None

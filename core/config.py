@@ -67,6 +67,8 @@ def load_settings(overrides: dict[str, Any] | None = None) -> dict[str, Any]:
         "META_APP_SECRET": env.get("META_APP_SECRET") or None,
         "META_HTTP_TIMEOUT": float(env.get("META_HTTP_TIMEOUT", "15")),
         "CHANNEL_TOKEN_KEY": env.get("CHANNEL_TOKEN_KEY") or None,
+        # A member whose last connection drops goes offline only after this grace (docs/members.md).
+        "PRESENCE_GRACE_SECONDS": float(env.get("PRESENCE_GRACE_SECONDS", "30")),
         # Broadcast pacing per sending number (Meta's default throughput is 80 messages per second).
         "BROADCAST_RATE_PER_SECOND": int(env.get("BROADCAST_RATE_PER_SECOND", "80")),
     }

@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
+from blueprints.messaging.schemas import ConversationOut
 from core.pagination import SkipTakeQuery
 from core.validation import RequestModel
 
@@ -227,29 +228,14 @@ class BroadcastListQuery(SkipTakeQuery):
 
 
 # Response shapes for the OpenAPI document (the services return plain dicts of these shapes).
-class ContactRef(BaseModel):
-    id: str
-    name: str | None
-    address: str
-
-
-class ConversationOut(BaseModel):
-    id: str
-    organization_id: str
-    contact_id: str
-    organization_address: str
-    contact_address: str
-    service: str
-    status: str
-    name: str | None
-    extra: dict[str, Any]
-    last_message_at: str | None
-    contact: ContactRef
-    messages: list[dict[str, Any]] | None = None
+class ConversationListItem(ConversationOut):
+    messages: list[dict[str, Any]] | None = Field(
+        None, description="with include_messages: the last N, oldest first"
+    )
 
 
 class ConversationListOut(BaseModel):
-    data: list[ConversationOut]
+    data: list[ConversationListItem]
     total: int
     skip: int
     take: int

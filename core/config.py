@@ -69,6 +69,10 @@ def load_settings(overrides: dict[str, Any] | None = None) -> dict[str, Any]:
         "CHANNEL_TOKEN_KEY": env.get("CHANNEL_TOKEN_KEY") or None,
         # A member whose last connection drops goes offline only after this grace (docs/members.md).
         "PRESENCE_GRACE_SECONDS": float(env.get("PRESENCE_GRACE_SECONDS", "30")),
+        # Each process refreshes its members' connections this often; rows older than the stale limit
+        # belonged to a process that died and are swept (members left without a connection go offline).
+        "PRESENCE_HEARTBEAT_SECONDS": float(env.get("PRESENCE_HEARTBEAT_SECONDS", "20")),
+        "PRESENCE_STALE_SECONDS": float(env.get("PRESENCE_STALE_SECONDS", "90")),
         # Broadcast pacing per sending number (Meta's default throughput is 80 messages per second).
         "BROADCAST_RATE_PER_SECOND": int(env.get("BROADCAST_RATE_PER_SECOND", "80")),
     }

@@ -118,6 +118,9 @@ class MemberConnection(db.Model):
     sid: Mapped[str] = mapped_column(String(64), primary_key=True)
     member_pk: Mapped[uuid.UUID] = mapped_column(ForeignKey("members.pk", ondelete="CASCADE"), index=True)
     connected_at: Mapped[datetime] = mapped_column(default=utcnow)
+    # Refreshed by the heartbeat of the process holding the socket; a row nobody refreshes belonged to a
+    # process that died, and the sweep removes it (services/heartbeat.py).
+    last_seen_at: Mapped[datetime | None] = mapped_column(index=True)
 
 
 class Team(UUIDPrimaryKeyMixin, TimestampMixin, db.Model):

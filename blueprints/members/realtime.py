@@ -7,7 +7,7 @@ from typing import Any
 
 from flask import current_app
 
-from blueprints.members.services import presence
+from blueprints.members.services import heartbeat, presence  # noqa: F401  (heartbeat: the periodic sweep)
 from core import realtime
 
 

@@ -166,7 +166,8 @@ def grace_seconds() -> float:
 
 def member_connected(member: Member, sid: str, environment: str) -> None:
     """Record the connection; if the grace period had set the member offline, restore its choice."""
-    db.session.merge(MemberConnection(sid=sid, member_pk=member.pk, connected_at=utcnow()))
+    now = utcnow()
+    db.session.merge(MemberConnection(sid=sid, member_pk=member.pk, connected_at=now, last_seen_at=now))
     member.disconnected_at = None
     if member.auto_offline:
         member.auto_offline = False
@@ -177,6 +178,20 @@ def member_connected(member: Member, sid: str, environment: str) -> None:
     db.session.commit()
     with _lock:
         _local_connections[sid] = (environment, member.pk)
+    from blueprints.members.services.heartbeat import ensure_heartbeat
+
+    ensure_heartbeat(current_app._get_current_object())  # type: ignore[attr-defined]
+
+
+def local_connections() -> dict[str, tuple[str, uuid.UUID]]:
+    """The member sockets this process holds: sid -> (environment, member pk)."""
+    with _lock:
+        return dict(_local_connections)
+
+
+def set_offline_by_system(member: Member, *, source: str) -> None:
+    """Offline decided by the service (grace period over, connection gone); the member's choice is kept."""
+    _apply(member, "offline", None, changed_by="system", source=source)
 
 
 def connection_closed(app: Flask, sid: str | None) -> None:
@@ -226,7 +241,7 @@ def expire_grace(member_pk: uuid.UUID, dropped_at: datetime) -> bool:
         return False
     member.auto_offline = True
     member.disconnected_at = None
-    _apply(member, "offline", None, changed_by="system", source="grace_period")
+    set_offline_by_system(member, source="grace_period")
     db.session.commit()
     return True
 

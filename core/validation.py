@@ -6,18 +6,35 @@ field (``name: Field required``), rendered in the format of the area the request
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Any
 
 from flask import Response
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from core.errors import ApiError, error_response
+
+
+# Integers that every SQL integer column (PostgreSQL ``integer`` is 32-bit) and every JSON client can hold.
+INT_MIN, INT_MAX = -(2**31), 2**31 - 1
+MIN_YEAR, MAX_YEAR = 1900, 2999
 
 
 class RequestModel(BaseModel):
     """Base of every request body and query model."""
 
-    model_config = ConfigDict(str_strip_whitespace=True, extra="ignore")
+    model_config = ConfigDict(str_strip_whitespace=True, extra="ignore", allow_inf_nan=False)
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _bounded_values(cls, value: Any) -> Any:
+        # An offset of 10**30 or the date 0001-01-01 must be a 400 naming the field, not an overflow deep in
+        # the database driver or in time-zone arithmetic.
+        if isinstance(value, int) and not isinstance(value, bool) and not INT_MIN <= value <= INT_MAX:
+            raise ValueError(f"must be between {INT_MIN} and {INT_MAX}")
+        if isinstance(value, date) and not MIN_YEAR <= value.year <= MAX_YEAR:
+            raise ValueError(f"must be a date between the years {MIN_YEAR} and {MAX_YEAR}")
+        return value
 
     def sent_fields(self) -> dict[str, Any]:
         """Only the fields the client actually sent: PATCH semantics."""

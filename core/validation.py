@@ -14,7 +14,6 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from core.errors import ApiError, error_response
 
-
 # Integers that every SQL integer column (PostgreSQL ``integer`` is 32-bit) and every JSON client can hold.
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 MIN_YEAR, MAX_YEAR = 1900, 2999

@@ -7,7 +7,7 @@ HOST   ?= 127.0.0.1
 PORT   ?= 5000
 PYTEST_ARGS ?=
 
-.PHONY: run test lint bench setup seed clean
+.PHONY: run test lint bench fuzz setup seed clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +39,10 @@ test: $(VENV)/.installed-dev
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+
+## Many generated requests per route (valid and invalid) against /openapi.json: no answer may be a 5xx
+fuzz: $(VENV)/.installed-dev
+	FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-100} $(BIN)/pytest -q tests/test_fuzz_api.py
 
 bench: $(VENV)/.installed-dev
 	$(BIN)/python -m bench

@@ -5,6 +5,7 @@ Authentication: ``X-API-Key`` or ``Authorization: Bearer <JWT>`` (the only area 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from flask_openapi3 import APIBlueprint, Tag
@@ -86,6 +87,7 @@ from blueprints.crm.schemas import (
 from blueprints.crm.services import contacts, deals, pipelines, tasks, tickets
 from core import auth
 from core.openapi import API_KEY_OR_JWT, CrmError, error_responses
+from core.pagination import Page
 
 PREFIX = "/v1/crm/organizations/<organization_id>"
 
@@ -124,6 +126,16 @@ def _actor() -> str:
     return (
         principal.subject if principal.kind == "jwt" and principal.subject else f"api_key:{principal.key_id}"
     )
+
+
+def _page(page: Page[Any], query: Any, serialize: Callable[[Any], Json]) -> Json:
+    """The CRM list wrapper: ``{data, total, limit, offset}``."""
+    return {
+        "data": [serialize(item) for item in page.items],
+        "total": page.total,
+        "limit": query.limit,
+        "offset": query.offset,
+    }
 
 
 def _deleted(object_id: Any) -> Json:
@@ -249,13 +261,7 @@ def update_settings(path: OrgPath, body: SettingsUpdate) -> Json:
 
 @deals_api.get("/deals", responses={200: DealList})
 def list_deals(path: OrgPath, query: DealListQuery) -> Json:
-    page = deals.list_deals(_org(), query)
-    return {
-        "data": [out.deal_out(d) for d in page.items],
-        "total": page.total,
-        "limit": query.limit,
-        "offset": query.offset,
-    }
+    return _page(deals.list_deals(_org(), query), query, out.deal_out)
 
 
 @deals_api.post("/deals", responses={201: DealOut})
@@ -341,13 +347,7 @@ def add_note(path: IdPath, body: NoteBody) -> Created:
 
 @tickets_api.get("/tickets", responses={200: TicketList})
 def list_tickets(path: OrgPath, query: TicketListQuery) -> Json:
-    page = tickets.list_tickets(_org(), query)
-    return {
-        "data": [out.ticket_out(t) for t in page.items],
-        "total": page.total,
-        "limit": query.limit,
-        "offset": query.offset,
-    }
+    return _page(tickets.list_tickets(_org(), query), query, out.ticket_out)
 
 
 @tickets_api.post("/tickets", responses={201: TicketOut})
@@ -428,13 +428,7 @@ _named_routes("ticket-types", "ticket types")
 
 @tasks_api.get("/tasks", responses={200: TaskList})
 def list_tasks(path: OrgPath, query: TaskListQuery) -> Json:
-    page = tasks.list_tasks(_org(), query)
-    return {
-        "data": [out.task_out(t) for t in page.items],
-        "total": page.total,
-        "limit": query.limit,
-        "offset": query.offset,
-    }
+    return _page(tasks.list_tasks(_org(), query), query, out.task_out)
 
 
 @tasks_api.post("/tasks", responses={201: TaskOut})
@@ -469,13 +463,7 @@ def delete_task(path: IdPath) -> Json:
 
 @contacts_api.get("/contacts", responses={200: ContactList})
 def list_contacts(path: OrgPath, query: ContactListQuery) -> Json:
-    page = contacts.list_contacts(_org(), query)
-    return {
-        "data": [out.contact_out(c) for c in page.items],
-        "total": page.total,
-        "limit": query.limit,
-        "offset": query.offset,
-    }
+    return _page(contacts.list_contacts(_org(), query), query, out.contact_out)
 
 
 @contacts_api.post("/contacts", responses={201: ContactOut})
@@ -520,13 +508,7 @@ def merge_contact(path: IdPath, body: MergeBody) -> Json:
 
 @contacts_api.get("/accounts", responses={200: AccountList})
 def list_accounts(path: OrgPath, query: AccountListQuery) -> Json:
-    page = contacts.list_accounts(_org(), query)
-    return {
-        "data": [out.account_out(a) for a in page.items],
-        "total": page.total,
-        "limit": query.limit,
-        "offset": query.offset,
-    }
+    return _page(contacts.list_accounts(_org(), query), query, out.account_out)
 
 
 @contacts_api.post("/accounts", responses={201: AccountOut})

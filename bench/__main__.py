@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import sys
 
-from bench import api_auth
+from bench import api_auth, inbox_list
 
-BENCHMARKS = {"api_auth": api_auth.main}
+BENCHMARKS = {"api_auth": api_auth.main, "inbox_list": inbox_list.main}
 
 
 def main(argv: list[str]) -> None:

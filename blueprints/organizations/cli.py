@@ -123,14 +123,24 @@ def create_key(
 @keys_cli.command("revoke")
 @click.argument("key_prefix")
 def revoke_key(key_prefix: str) -> None:
+    """Revoke by the key's shown prefix (sk_live_ + 8 characters), a start of it, or the whole key."""
     app = current_app._get_current_object()  # type: ignore[attr-defined]
-    revoked = 0
+    matches: dict[str, list[str]] = {}
     for environment in ENVIRONMENTS:
         with in_environment(app, environment):
-            revoked += len(services.revoke_api_keys(key_prefix))
-    if not revoked:
+            matches[environment] = [k.prefix for k in services.keys_matching(key_prefix)]
+    found = [p for prefixes in matches.values() for p in prefixes]
+    if not found:
         _fail(f"no key with prefix {key_prefix!r}")
-    click.echo(f"revoked {revoked} key(s) with prefix {key_prefix}")
+    if len(found) > 1:
+        listed = ", ".join(sorted(found))
+        _fail(f"prefix {key_prefix!r} is ambiguous ({len(found)} keys: {listed}); give more of it")
+    revoked = 0
+    for environment in ENVIRONMENTS:
+        if matches[environment]:
+            with in_environment(app, environment):
+                revoked += len(services.revoke_api_keys(key_prefix))
+    click.echo(f"revoked {revoked} key with prefix {found[0]}")
 
 
 @keys_cli.command("list")

@@ -121,13 +121,30 @@ def resolve_api_key(
     return key, organization
 
 
-def revoke_api_keys(prefix: str) -> list[ApiKey]:
-    """Deactivate the keys whose shown prefix (or full value) is ``prefix``; returns those changed."""
+MIN_REVOKE_PREFIX = 12  # "sk_live_" and at least 4 characters of the key
+
+
+def keys_matching(prefix: str) -> list[ApiKey]:
+    """The keys a revocation argument names: the full key, its shown prefix (``sk_live_`` + 8), or a
+    shorter start of it (at least 12 characters)."""
     prefix = prefix.strip()
-    keys = list(db.session.scalars(select(ApiKey).where(ApiKey.prefix == prefix)))
-    if not keys and len(prefix) > 24:
+    shown = len(KEY_PREFIXES["live"]) + VISIBLE_CHARS
+    if len(prefix) > shown:
         key = find_key(prefix)
-        keys = [key] if key else []
+        if key is not None:
+            return [key]
+        if len(prefix) >= shown + SECRET_LENGTH - VISIBLE_CHARS:
+            return []  # as long as a whole key but not one: a typo, not a prefix
+        return list(db.session.scalars(select(ApiKey).where(ApiKey.prefix == prefix[:shown])))
+    if len(prefix) < MIN_REVOKE_PREFIX:
+        return []
+    escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return list(db.session.scalars(select(ApiKey).where(ApiKey.prefix.like(f"{escaped}%", escape="\\"))))
+
+
+def revoke_api_keys(prefix: str) -> list[ApiKey]:
+    """Deactivate the keys that ``prefix`` names (see :func:`keys_matching`); returns them."""
+    keys = keys_matching(prefix)
     now = utcnow()
     for key in keys:
         if key.active:

@@ -208,3 +208,31 @@ def test_product_gating_is_403_in_telecom_format(client: FlaskClient, make_org) 
     assert "SIM" in error["message"]
     with_sim = make_org("Lines", products="SIM")
     assert client.post("/v1/partner/probe/sim", headers=with_sim.headers()).status_code == 200
+
+
+def test_revoke_accepts_a_start_of_the_key_or_the_whole_key(
+    client: FlaskClient, runner: FlaskCliRunner, org: Org
+) -> None:
+    short = runner.invoke(args=["keys", "revoke", org.live_key[:13]])
+    assert short.exit_code == 0, short.output
+    assert client.get(msg(org), headers=org.headers()).status_code == 401
+    whole = runner.invoke(args=["keys", "revoke", org.sandbox_key])
+    assert whole.exit_code == 0, whole.output
+    assert client.get("/sandbox" + msg(org), headers=org.headers("sandbox")).status_code == 401
+
+
+def test_revoke_refuses_an_ambiguous_or_too_short_prefix(app, runner: FlaskCliRunner, org: Org) -> None:
+    import uuid as uuid_module
+
+    from blueprints.organizations.services import get_organization, issue_api_key
+
+    with app.app_context():
+        organization = get_organization(uuid_module.UUID(org.id))
+        for tail in ("1111", "2222"):
+            issue_api_key(organization, "live", plaintext="sk_live_ABCD" + tail + "x" * 32)
+    ambiguous = runner.invoke(args=["keys", "revoke", "sk_live_ABCD"])
+    assert ambiguous.exit_code != 0 and "ambiguous" in ambiguous.output
+    assert runner.invoke(args=["keys", "revoke", "sk_live_"]).exit_code != 0  # too short to name a key
+    assert runner.invoke(args=["keys", "revoke", "sk_live_ABCD1111" + "y" * 32]).exit_code != 0  # not the key
+    exact = runner.invoke(args=["keys", "revoke", "sk_live_ABCD1111"])
+    assert exact.exit_code == 0 and "sk_live_ABCD1111" in exact.output

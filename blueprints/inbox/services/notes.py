@@ -12,7 +12,7 @@ from blueprints.inbox.schemas import NoteIn
 from blueprints.inbox.services.common import as_uuid, conversation_or_404, record_event
 from blueprints.members.services.members import find_member
 from core.db import db, isoformat
-from core.errors import ACCESS_DENIED, ApiError
+from core.errors import ApiError
 from core.events import publish
 
 # The spec names the first three; the rest are this service's (docs/inbox.md).
@@ -47,7 +47,8 @@ def serialize_note(note: ConversationNote) -> dict[str, Any]:
 
 def add_note(organization_id: uuid.UUID, conversation_id: str, body: NoteIn) -> dict[str, Any]:
     if as_uuid(body.organization_id) != organization_id:
-        raise ApiError(403, ACCESS_DENIED)
+        # the same answer as the members endpoint gives for this body field
+        raise ApiError(400, "organization_id: must be the organization of the path", param="organization_id")
     conversation = conversation_or_404(organization_id, conversation_id)
     if body.member_id and find_member(organization_id, body.member_id) is None:
         raise ApiError(400, "member_id: no member with this id in the organization", param="member_id")

@@ -120,13 +120,14 @@ def latest_messages(
         .label("rank")
     )
     ranked = select(Message.id, rank).where(Message.conversation_id.in_(conversation_ids)).subquery()
-    rows = db.session.scalars(
-        select(Message)
-        .join(ranked, ranked.c.id == Message.id)
+    table = Message.__table__
+    rows = db.session.execute(
+        select(table)
+        .join(ranked, ranked.c.id == table.c.id)
         .where(ranked.c.rank <= per_conversation)
-        .order_by(Message.conversation_id, Message.timestamp, Message.id)
+        .order_by(table.c.conversation_id, table.c.timestamp, table.c.id)
     )
-    grouped: dict[uuid.UUID, list[Message]] = defaultdict(list)
+    grouped: dict[uuid.UUID, list[Any]] = defaultdict(list)
     for message in rows:
         grouped[message.conversation_id].append(message)
     return grouped

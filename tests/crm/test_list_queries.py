@@ -74,3 +74,30 @@ def test_list_query_counts_do_not_grow_with_the_page(
     deal = crm.ok(crm.get("/deals", limit=1))["data"][0]
     assert deal["line_items"] and deal["contacts"] and deal["conversations"]
     print("query counts (limit 20, limit 100):", counts)
+
+
+def test_contact_and_account_lists_do_not_grow_with_the_page(
+    app: Flask, crm: Crm, queries: Callable[[], Any]
+) -> None:
+    org = uuid.UUID(crm.org.id)
+    with app.app_context():
+        account = contacts.create_account(org, {"name": "Acme"})
+        for index in range(ROWS):
+            contact = contacts.create_contact(
+                org,
+                {
+                    "name": f"Contact {index}",
+                    "identities": [
+                        {"kind": "phone", "value": f"+5255{index:08d}"},
+                        {"kind": "email", "value": f"c{index}@example.com"},
+                    ],
+                },
+            )
+            contacts.link_contact(org, account.id, contact.id, "buyer")
+            if index:
+                contacts.create_account(org, {"name": f"Account {index}"})
+    for suffix in ("/contacts", "/accounts"):
+        small, large = _count(crm, queries, suffix, 20), _count(crm, queries, suffix, 100)
+        assert small == large, (suffix, small, large)
+    listed = crm.ok(crm.get("/contacts", limit=1))["data"][0]
+    assert {i["kind"] for i in listed["identities"]} == {"phone", "email"}

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, Field, field_validator
 
 from blueprints.crm.money import CURRENCIES
-from core.pagination import MAX_LIMIT
+from core.pagination import MAX_LIMIT, LimitOffsetQuery
 from core.timeutil import get_zone
 from core.validation import RequestModel
 
@@ -216,7 +216,7 @@ class DealStageBody(RequestModel):
     stage_id: uuid.UUID
 
 
-class DealListQuery(RequestModel):
+class DealListQuery(LimitOffsetQuery):
     search: str | None = Field(None, max_length=200)
     pipeline_id: uuid.UUID | None = None
     stage_id: uuid.UUID | None = None
@@ -235,8 +235,6 @@ class DealListQuery(RequestModel):
     sort_by: Literal["amount", "created_at", "updated_at", "name", "expected_close_date"] = "created_at"
     sort_dir: Literal["asc", "desc"] = "desc"
     timezone: str | None = None
-    limit: int = Field(100, ge=1, le=MAX_LIMIT)
-    offset: int = Field(0, ge=0)
 
     _tz = field_validator("timezone")(classmethod(lambda cls, v: _check_timezone(v)))
 
@@ -318,7 +316,7 @@ class TicketStateBody(RequestModel):
     state: TicketState
 
 
-class TicketListQuery(RequestModel):
+class TicketListQuery(LimitOffsetQuery):
     state: TicketState | None = None
     priority: TicketPriority | None = None
     assignee_member_id: uuid.UUID | None = None
@@ -330,8 +328,6 @@ class TicketListQuery(RequestModel):
     created_after: date | None = None
     created_before: date | None = None
     timezone: str | None = None
-    limit: int = Field(100, ge=1, le=MAX_LIMIT)
-    offset: int = Field(0, ge=0)
 
     _tz = field_validator("timezone")(classmethod(lambda cls, v: _check_timezone(v)))
 
@@ -376,7 +372,7 @@ class TaskUpdate(RequestModel):
     notes: str | None = Field(None, max_length=10000)
 
 
-class TaskListQuery(RequestModel):
+class TaskListQuery(LimitOffsetQuery):
     owner_id: uuid.UUID | None = None
     status: TaskStatus | None = None
     is_completed: bool | None = None
@@ -391,8 +387,7 @@ class TaskListQuery(RequestModel):
     overdue: bool | None = None
     search: str | None = Field(None, max_length=200)
     timezone: str | None = None
-    limit: int = Field(20, ge=1, le=MAX_LIMIT)
-    offset: int = Field(0, ge=0)
+    limit: int = Field(20, ge=1, le=MAX_LIMIT)  # tasks default to 20 (spec); the rest inherit 100
 
     _tz = field_validator("timezone")(classmethod(lambda cls, v: _check_timezone(v)))
 
@@ -419,11 +414,9 @@ class ContactUpdate(RequestModel):
     notes: str | None = Field(None, max_length=10000)
 
 
-class ContactListQuery(RequestModel):
+class ContactListQuery(LimitOffsetQuery):
     search: str | None = Field(None, max_length=200, description="name, phone or email")
     account_id: uuid.UUID | None = None
-    limit: int = Field(100, ge=1, le=MAX_LIMIT)
-    offset: int = Field(0, ge=0)
 
 
 class MergeBody(RequestModel):
@@ -446,10 +439,8 @@ class AccountUpdate(RequestModel):
     notes: str | None = Field(None, max_length=10000)
 
 
-class AccountListQuery(RequestModel):
+class AccountListQuery(LimitOffsetQuery):
     search: str | None = Field(None, max_length=200)
-    limit: int = Field(100, ge=1, le=MAX_LIMIT)
-    offset: int = Field(0, ge=0)
 
 
 class AccountContactBody(RequestModel):

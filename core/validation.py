@@ -7,10 +7,10 @@ field (``name: Field required``), rendered in the format of the area the request
 from __future__ import annotations
 
 from datetime import date
-from typing import Any
+from typing import Any, ClassVar, Self
 
 from flask import Response
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from core.errors import ApiError, error_response
 
@@ -23,6 +23,16 @@ class RequestModel(BaseModel):
     """Base of every request body and query model."""
 
     model_config = ConfigDict(str_strip_whitespace=True, extra="ignore", allow_inf_nan=False)
+
+    # PATCH models: fields that may be left out but, when sent, may not be null.
+    not_null: ClassVar[tuple[str, ...]] = ()
+
+    @model_validator(mode="after")
+    def _sent_fields_not_null(self) -> Self:
+        for name in self.not_null:
+            if name in self.model_fields_set and getattr(self, name) is None:
+                raise ValueError(f"{name}: must not be null")
+        return self
 
     @field_validator("*", mode="after")
     @classmethod

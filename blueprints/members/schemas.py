@@ -94,12 +94,7 @@ class MemberUpdate(RequestModel):
     def _picture(cls, value: str | None) -> str | None:
         return _http_url(value, "picture")
 
-    @model_validator(mode="after")
-    def _not_null(self) -> MemberUpdate:
-        for name in ("name", "ai"):
-            if name in self.model_fields_set and getattr(self, name) is None:
-                raise ValueError(f"{name}: must not be null")
-        return self
+    not_null = ("name", "ai")
 
 
 class MemberOut(BaseModel):
@@ -183,12 +178,7 @@ class ReasonUpdate(RequestModel):
     description: str | None = Field(None, max_length=2000)
     active: bool | None = None
 
-    @model_validator(mode="after")
-    def _not_null(self) -> ReasonUpdate:
-        for name in ("name", "active"):
-            if name in self.model_fields_set and getattr(self, name) is None:
-                raise ValueError(f"{name}: must not be null")
-        return self
+    not_null = ("name", "active")
 
 
 class ReasonOut(BaseModel):
@@ -228,11 +218,7 @@ class TeamUpdate(RequestModel):
     name: str | None = Field(None, min_length=1, max_length=120)
     description: str | None = Field(None, max_length=2000)
 
-    @model_validator(mode="after")
-    def _not_null(self) -> TeamUpdate:
-        if "name" in self.model_fields_set and self.name is None:
-            raise ValueError("name: must not be null")
-        return self
+    not_null = ("name",)
 
 
 class TeamMembersAdd(RequestModel):

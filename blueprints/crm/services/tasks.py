@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
@@ -14,6 +14,7 @@ from blueprints.crm.services.common import check_refs, like_pattern, local_range
 from core.db import db, utcnow
 from core.errors import not_found
 from core.pagination import Page, paginate
+from core.timeutil import as_utc
 
 TASK_LOAD = (
     selectinload(CrmTask.deal),
@@ -23,10 +24,8 @@ TASK_LOAD = (
 )
 
 
-def _aware(value: datetime | None) -> datetime | None:
-    if value is None:
-        return None
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+def _utc(value: datetime | None) -> datetime | None:
+    return as_utc(value) if value is not None else None
 
 
 def get_task(organization_id: uuid.UUID, task_id: uuid.UUID) -> CrmTask:
@@ -65,7 +64,7 @@ def create_task(organization_id: uuid.UUID, fields: dict[str, Any]) -> CrmTask:
         type=fields.get("type") or "to_do",
         status="pending",
         priority=fields.get("priority") or "normal",
-        due_date=_aware(fields.get("due_date")),
+        due_date=_utc(fields.get("due_date")),
         notes=fields.get("notes"),
         created_at=now,
         updated_at=now,
@@ -94,7 +93,7 @@ def update_task(organization_id: uuid.UUID, task_id: uuid.UUID, changes: dict[st
         if name in changes:
             setattr(task, name, changes[name])
     if "due_date" in changes:
-        task.due_date = _aware(changes["due_date"])
+        task.due_date = _utc(changes["due_date"])
     if changes.get("status") is not None:
         _set_status(task, changes["status"])
     task.updated_at = utcnow()

@@ -20,6 +20,7 @@ from core.db import db, utcnow
 from core.errors import ApiError
 from core.events import publish
 from core.pagination import paginate
+from core.timeutil import as_utc
 
 
 def _like(text: str) -> str:
@@ -56,9 +57,9 @@ def _filtered(organization_id: uuid.UUID, query: ConversationListQuery) -> Selec
         Conversation.created_at if query.date_field == "created_at" else Conversation.last_message_at
     )
     if query.since:
-        statement = statement.where(date_column >= _aware(query.since))
+        statement = statement.where(date_column >= as_utc(query.since))
     if query.until:
-        statement = statement.where(date_column <= _aware(query.until))
+        statement = statement.where(date_column <= as_utc(query.until))
     if query.broadcast_id:
         statement = statement.where(
             Conversation.broadcast_id == _uuid_filter(query.broadcast_id, "broadcast_id")
@@ -79,12 +80,6 @@ def _filtered(organization_id: uuid.UUID, query: ConversationListQuery) -> Selec
             )
         )
     return statement
-
-
-def _aware(value: Any) -> Any:
-    from core.timeutil import as_utc
-
-    return as_utc(value)
 
 
 def _uuid_filter(value: str, field: str) -> uuid.UUID:
@@ -187,22 +182,21 @@ def update_conversation(
             assignment.assign(conversation, values.member_id, assigned_by=assigned_by or "manual")
             extra = dict(conversation.extra or {})
         if "assignment" in fields and "member_id" not in fields:
+            # with member_id, the assignment record is written by the assignment itself
             extra["assignment"] = values.assignment
-        elif "assignment" in fields and values.assignment is None:
-            extra["assignment"] = None
         for key in ("flow_id", "flow_member_id"):
             if key in fields:
                 extra[key] = getattr(values, key)
         if "archived" in fields:
             if values.archived is not None and conversation.archived_at is None:
-                conversation.archived_at = _aware(values.archived)
+                conversation.archived_at = as_utc(values.archived)
                 cleaned = "member_id" in fields and values.member_id is None
                 if cleaned:
                     extra.pop("flow_id", None)
                     extra.pop("flow_member_id", None)
                 record_event(conversation, "archived", {"by": actor, "cleaned": cleaned})
             elif values.archived is not None:
-                conversation.archived_at = _aware(values.archived)
+                conversation.archived_at = as_utc(values.archived)
             elif values.archived is None and conversation.archived_at is not None:
                 conversation.archived_at = None
                 record_event(conversation, "unarchived", {"by": actor})

@@ -14,7 +14,6 @@ from blueprints.inbox.services.common import as_uuid, conversation_or_404, recor
 from blueprints.messaging.models import Conversation
 from core.db import db, isoformat, utcnow
 from core.errors import ApiError
-from core.events import publish
 
 
 def _key(name: str) -> str:
@@ -339,7 +338,3 @@ def delete_flow(organization_id: uuid.UUID, flow_id: str) -> dict[str, Any]:
     db.session.delete(flow)
     db.session.commit()
     return {"id": flow_id, "deleted": True}
-
-
-def label_change_event(organization_id: uuid.UUID, conversation: Conversation) -> None:
-    publish("conversation.updated", organization_id, {"conversation_id": str(conversation.id)})

@@ -17,9 +17,10 @@ from flask import Flask, Response, jsonify, redirect
 from flask_migrate import Migrate
 from werkzeug.middleware.dispatcher import DispatcherMiddleware
 
-from core import errors, jobs, realtime
+from core import errors, jobs, realtime, uow
 from core.config import PROJECT_ROOT, load_settings
 from core.db import db
+from core.jsonio import ExactJSONProvider
 from core.environments import LIVE, SANDBOX, link_environments
 from core.openapi import INFO, SECURITY_SCHEMES, AgentDeskOpenAPI
 from core.validation import validation_error_response
@@ -65,6 +66,7 @@ def _build(settings: dict[str, Any], environment: str) -> AgentDeskOpenAPI:
         settings["DATABASE_URL"] if environment == LIVE else settings["SANDBOX_DATABASE_URL"]
     )
     app.config.setdefault("SQLALCHEMY_ENGINE_OPTIONS", {"pool_pre_ping": True})
+    app.json = ExactJSONProvider(app)
     app.json.sort_keys = False  # type: ignore[attr-defined]
     db.init_app(app)
     migrate.init_app(app, db, directory=str(PROJECT_ROOT / "migrations"), render_as_batch=True)
@@ -96,7 +98,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     cli_modules += [m for a in discover_areas() if (m := _optional_module(f"blueprints.{a}.cli"))]
     for module in cli_modules:
         for command in module.COMMANDS:
-            live.cli.add_command(command)
+            live.cli.add_command(uow.command(command))
 
     @live.get("/", doc_ui=False)
     def index() -> Response:

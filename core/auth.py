@@ -12,19 +12,22 @@ matched: an unknown route is answered 404 before anyone asks for a key. Order of
 
 from __future__ import annotations
 
+import logging
 import uuid
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
-from flask import Blueprint, current_app, g, request
+from flask import Blueprint, Response, after_this_request, current_app, g, has_request_context, request
 
 # Tenancy is the organizations area's model; auth only reads it.
 from blueprints.organizations.models import Organization
-from blueprints.organizations.services import resolve_api_key
-from core.db import db
+from blueprints.organizations.services import key_touch_due, resolve_api_key, touch_api_key
+from core.db import db, utcnow
 from core.environments import current_environment
 from core.errors import ApiError
 from core.tokens import InvalidToken, decode_token
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -33,9 +36,34 @@ class Principal:
 
     organization_id: uuid.UUID
     environment: str
-    kind: str  # "api_key" or "jwt"
+    kind: str  # "api_key", "jwt" or "user" (a desk user signed in to the pages)
     key_id: uuid.UUID | None = None
     subject: str | None = None
+    key_prefix: str | None = None
+
+    @property
+    def actor(self) -> str:
+        """Who did it, in the one format every history, audit trail and version uses (see ``actor``)."""
+        if self.kind == "api_key":
+            return actor("api_key", self.key_prefix)
+        if self.kind == "user":
+            return actor("user", self.subject)
+        return actor("member", self.subject)
+
+
+SYSTEM = "system"
+
+
+def actor(kind: str, identifier: object = None) -> str:
+    """``api_key:sk_live_ab12cd34`` (a key's shown prefix, never the secret), ``member:<id>`` (a JWT's
+    subject), ``user:<id>`` (a desk user), ``system`` or ``system:<process>`` (jobs, sweeps, routing)."""
+    return f"{kind}:{identifier}" if identifier else kind
+
+
+def current_actor(default: str = SYSTEM) -> str:
+    """The caller of the current request as an actor string; ``default`` outside a request."""
+    principal = getattr(g, "principal", None) if has_request_context() else None
+    return principal.actor if principal is not None else default
 
 
 def current_principal() -> Principal:
@@ -68,15 +96,33 @@ def _authenticate(allow_jwt: bool) -> Principal:
     api_key = request.headers.get("X-API-Key", "").strip()
     if not api_key:
         raise ApiError(401)
-    resolved = resolve_api_key(
-        api_key,
-        environment,
-        touch_after=timedelta(seconds=current_app.config["API_KEY_TOUCH_SECONDS"]),
-    )
+    resolved = resolve_api_key(api_key, environment)
     if resolved is None:
         raise ApiError(401)
     key, organization = resolved
-    return Principal(organization.id, environment, "api_key", key_id=key.id)
+    touch_after = timedelta(seconds=current_app.config["API_KEY_TOUCH_SECONDS"])
+    now = utcnow()
+    if key_touch_due(key, now, touch_after):
+        _touch_after_response(key.id, now, touch_after)
+    return Principal(organization.id, environment, "api_key", key_id=key.id, key_prefix=key.prefix)
+
+
+def _touch_after_response(key_id: uuid.UUID, now: datetime, touch_after: timedelta) -> None:
+    """Write the key's ``last_used_at`` once the response has gone out, on its own connection: the
+    request's unit of work stays a read for reads and keeps its one commit for writes."""
+    app = current_app._get_current_object()  # type: ignore[attr-defined]
+
+    def touch() -> None:
+        try:
+            with app.app_context():
+                touch_api_key(key_id, now, touch_after)
+        except Exception:  # bookkeeping only: never fail or slow a request for it
+            log.warning("could not record the use of API key %s", key_id, exc_info=True)
+
+    @after_this_request
+    def _schedule(response: Response) -> Response:
+        response.call_on_close(touch)
+        return response
 
 
 def _check_path_organization(principal: Principal) -> None:

@@ -36,7 +36,15 @@ def environment_app(app: Flask, environment: str) -> Flask:
 
 @contextmanager
 def in_environment(app: Flask, environment: str) -> Iterator[Flask]:
-    """Run a block inside the application context of one environment."""
+    """Run a block inside the application context of one environment, as one unit of work: it commits
+    when the block ends normally and rolls back when it raises (jobs, sweeps and CLI commands)."""
+    from core import uow
+
     target = environment_app(app, environment)
     with target.app_context():
-        yield target
+        try:
+            yield target
+        except BaseException:
+            uow.rollback()
+            raise
+        uow.commit()

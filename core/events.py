@@ -14,15 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import event
-from sqlalchemy.orm import Session
-
+from core import uow
 from core.db import db, isoformat, utcnow
 from core.environments import current_environment
 
 log = logging.getLogger(__name__)
-
-_PENDING = "agentdesk.pending_events"
 
 
 @dataclass(frozen=True)
@@ -71,7 +67,7 @@ def publish(name: str, organization_id: str | uuid.UUID, data: dict[str, Any]) -
     if not session.in_transaction():
         # Tie the event to a transaction even when no row changed yet, so a rollback discards it.
         session.begin()
-    session.info.setdefault(_PENDING, []).append(domain_event)
+    uow.after_commit(lambda: _deliver(domain_event))
     return domain_event
 
 
@@ -81,15 +77,3 @@ def _deliver(domain_event: DomainEvent) -> None:
             handler(domain_event)
         except Exception:  # one failing listener must not hide the event from the others
             log.exception("event handler %r failed for %s", handler, domain_event.name)
-
-
-@event.listens_for(Session, "after_commit")
-def _after_commit(session: Session) -> None:
-    pending = session.info.pop(_PENDING, None)
-    for domain_event in pending or ():
-        _deliver(domain_event)
-
-
-@event.listens_for(Session, "after_soft_rollback")
-def _after_rollback(session: Session, previous_transaction: Any) -> None:
-    session.info.pop(_PENDING, None)

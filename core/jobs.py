@@ -18,6 +18,7 @@ from flask import Flask, current_app
 from huey import Huey, MemoryHuey, RedisHuey, SqliteHuey, crontab
 from huey.consumer import Consumer
 
+from core import uow
 from core.environments import ENVIRONMENTS, current_environment, in_environment
 
 log = logging.getLogger(__name__)
@@ -50,17 +51,23 @@ class Job:
         )
 
     def enqueue(self, *args: Any, **kwargs: Any) -> Any:
+        """Queue the job once the caller's unit of work has committed (never when it rolls back), so the
+        job reads what the caller wrote. Outside a transaction it is queued now and its result returned."""
         if self._task is None:
             raise RuntimeError(f"job {self.name} enqueued before jobs.init_app()")
-        return self._task(current_environment(), *args, **kwargs)
+        task, environment = self._task, current_environment()
+        return uow.after_commit(lambda: task(environment, *args, **kwargs))
 
-    def schedule(self, delay: float, *args: Any, **kwargs: Any) -> Any:
-        """Enqueue to run after ``delay`` seconds; inline mode (tests) runs it at once."""
+    def schedule(self, delay: float, *args: Any, **kwargs: Any) -> None:
+        """Enqueue to run after ``delay`` seconds (after commit, like :meth:`enqueue`); inline mode (tests)
+        runs it at once."""
         if self._task is None:
             raise RuntimeError(f"job {self.name} scheduled before jobs.init_app()")
         if queue().immediate:
-            return self.enqueue(*args, **kwargs)
-        return self._task.schedule(args=(current_environment(), *args), kwargs=kwargs, delay=delay)
+            self.enqueue(*args, **kwargs)
+            return
+        task, environment = self._task, current_environment()
+        uow.after_commit(lambda: task.schedule(args=(environment, *args), kwargs=kwargs, delay=delay))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)

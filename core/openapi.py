@@ -6,10 +6,15 @@ served at ``/openapi.json`` (and ``/sandbox/openapi.json``) with a Swagger UI un
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
+from flask import request
 from flask_openapi3 import APIBlueprint, Info, OpenAPI, Tag
 from pydantic import BaseModel
+
+from core import uow
+from core.errors import ApiError, format_for_path
 
 INFO = Info(
     title="Agent Desk API",
@@ -73,8 +78,24 @@ _METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 
 
 class AgentDeskOpenAPI(OpenAPI):
-    """flask-openapi3's app, merging path items when two areas publish methods on one path (the messaging
-    area's GET of a conversation and the inbox's PATCH/DELETE); the library would keep only the last."""
+    """flask-openapi3's app, with two additions:
+
+    - each request is one unit of work: the view's changes are committed once after it returned, still
+      inside Flask's error handling, so a failing commit is answered in the area's error format and a
+      view that raised leaves nothing behind (``core.uow``);
+    - path items merge when two areas publish methods on one path (the messaging area's GET of a
+      conversation and the inbox's PATCH/DELETE); the library would keep only the last.
+    """
+
+    def dispatch_request(self) -> Any:
+        _refuse_query_without_model(self)
+        result = super().dispatch_request()
+        response_status = _status_of(result)
+        if response_status is not None and response_status >= 400:
+            uow.rollback()  # a view that answered an error itself keeps nothing either
+        else:
+            uow.commit()
+        return result
 
     def register_api(self, api: APIBlueprint, **options: Any) -> None:
         before = {path: item for path, item in self.paths.items() if path in api.paths}
@@ -88,3 +109,29 @@ class AgentDeskOpenAPI(OpenAPI):
             }
             if missing:
                 self.paths[path] = current.model_copy(update=missing)
+
+
+def _status_of(result: Any) -> int | None:
+    """The status a view's return value will be answered with, when it says one."""
+    if isinstance(result, tuple) and len(result) > 1 and isinstance(result[1], int):
+        return result[1]
+    status = getattr(result, "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+_takes_query: dict[str, bool] = {}
+
+
+def _refuse_query_without_model(app: OpenAPI) -> None:
+    """An API route without a query model takes no query parameters: any sent is a 400 naming it (routes
+    with a model refuse unknown ones in ``core.validation.QueryModel``)."""
+    if not request.args or request.url_rule is None or format_for_path(request.path) is None:
+        return
+    endpoint = request.url_rule.endpoint
+    if endpoint not in _takes_query:
+        view = app.view_functions[endpoint]
+        original = getattr(view, "__wrapped__", view)
+        _takes_query[endpoint] = "query" in inspect.signature(original).parameters
+    if not _takes_query[endpoint]:
+        name = next(iter(request.args))
+        raise ApiError(400, f"{name}: unknown query parameter", code="parameter_unknown", param=name)

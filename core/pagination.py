@@ -16,7 +16,7 @@ from pydantic import Field
 from sqlalchemy import Select, func, select
 
 from core.db import db
-from core.validation import RequestModel
+from core.validation import QueryModel
 
 T = TypeVar("T")
 
@@ -25,17 +25,17 @@ MAX_TAKE = 200
 MAX_PAGE_LIMIT = 100
 
 
-class LimitOffsetQuery(RequestModel):
+class LimitOffsetQuery(QueryModel):
     limit: int = Field(100, ge=1, le=MAX_LIMIT)
     offset: int = Field(0, ge=0)
 
 
-class SkipTakeQuery(RequestModel):
+class SkipTakeQuery(QueryModel):
     skip: int = Field(0, ge=0)
     take: int = Field(20, ge=1, le=MAX_TAKE)
 
 
-class PageLimitQuery(RequestModel):
+class PageLimitQuery(QueryModel):
     page: int = Field(1, ge=1)
     limit: int = Field(20, ge=1, le=MAX_PAGE_LIMIT)
 

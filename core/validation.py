@@ -50,6 +50,13 @@ class RequestModel(BaseModel):
         return self.model_dump(exclude_unset=True)
 
 
+class QueryModel(RequestModel):
+    """Base of every query-string model: a parameter the endpoint does not know is a 400 naming it, so a
+    misspelt filter never silently returns everything."""
+
+    model_config = ConfigDict(str_strip_whitespace=True, extra="forbid", allow_inf_nan=False)
+
+
 def describe_validation_error(error: ValidationError) -> tuple[str, str | None]:
     """One readable sentence for the first problem, and the dotted name of the field it concerns."""
     problems = error.errors(include_url=False)
@@ -58,6 +65,8 @@ def describe_validation_error(error: ValidationError) -> tuple[str, str | None]:
     first = problems[0]
     location = ".".join(str(part) for part in first.get("loc", ()) if part != "__root__")
     message = first.get("msg", "Invalid value")
+    if first.get("type") == "extra_forbidden":
+        message = "unknown query parameter"
     if first.get("type") in ("model_type", "dict_type") and not location:
         return "Request body must be a JSON object", None
     if message.startswith("Value error, "):

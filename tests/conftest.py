@@ -17,7 +17,7 @@ from app import create_app
 from core import jobs, realtime
 from core.db import db
 from core.environments import ENVIRONMENTS, SANDBOX, environment_app
-from tests.support.queries import QueryCounter, count_queries
+from tests.support.queries import QueryCounter, count_commits, count_queries
 from tests.support.stores import Stores, make_stores
 
 TEST_SECRET = "test-secret-key-not-for-production-0123456789"
@@ -149,6 +149,12 @@ def other_org(make_org: Callable[..., Org]) -> Org:
 def queries() -> Callable[[], Any]:
     """``with queries() as counted: ...; assert counted.count <= N``"""
     return count_queries
+
+
+@pytest.fixture
+def commits() -> Callable[[], Any]:
+    """``with commits() as counted: client.post(...); assert counted.count == 1``"""
+    return count_commits
 
 
 __all__ = ["Org", "QueryCounter"]

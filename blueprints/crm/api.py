@@ -121,11 +121,7 @@ def _org() -> Any:
 
 
 def _actor() -> str:
-    """Who did it, for histories: the JWT subject (a member or user) or the API key's id."""
-    principal = auth.current_principal()
-    return (
-        principal.subject if principal.kind == "jwt" and principal.subject else f"api_key:{principal.key_id}"
-    )
+    return auth.current_actor()
 
 
 def _page(page: Page[Any], query: Any, serialize: Callable[[Any], Json]) -> Json:

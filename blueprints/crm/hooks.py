@@ -1,14 +1,14 @@
 """Where the CRM meets areas it does not own: conversations (messaging, voice) and summaries (AI runtime).
 
-The CRM never imports those areas. They plug in here at start-up:
+The CRM never imports those areas. They connect receivers to these hooks (``core.hooks``) at start-up:
 
-- ``register_conversation_reader(fn)``: the messaging area gives the CRM read access to a conversation's
+- ``conversation_transcript``: the messaging area gives the CRM read access to a conversation's
   transcript, ``fn(organization_id, conversation_id) -> [(direction, text, timestamp), ...] | None``.
-- ``register_contact_merge_hook(fn)``: the messaging area moves its conversations from the merged-away
-  contact to the surviving one, ``fn(organization_id, source_contact_id, target_contact_id) -> int``
-  (the number of conversations moved).
-- ``set_summarizer(obj)``: the AI runtime replaces the offline extractive summarizer with a language
-  model, any object with ``summarize(organization_id, conversation_id, channel) -> Summary``.
+- ``contact_merged``: the messaging area moves its conversations from the merged-away contact to the
+  surviving one, ``fn(organization_id, source_id, target_id) -> int`` (the number of conversations moved).
+- ``conversation_summary``: the AI runtime summarizes with a language model,
+  ``fn(organization_id, conversation_id, channel) -> Summary | None``; without an answer the offline
+  extractive summarizer writes the summary.
 """
 
 from __future__ import annotations
@@ -17,16 +17,15 @@ import logging
 import re
 import uuid
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+
+from core.hooks import hook
 
 log = logging.getLogger(__name__)
 
 TranscriptLine = tuple[str, str, datetime | str | None]  # (direction, text, timestamp)
-ConversationReader = Callable[[uuid.UUID, str], Sequence[TranscriptLine] | None]
-ContactMergeHook = Callable[[uuid.UUID, uuid.UUID, uuid.UUID], int | None]
 
 NO_TRANSCRIPT = "No transcript available for this conversation."
 
@@ -38,29 +37,25 @@ class Summary:
     message_count: int
 
 
-class ConversationSummarizer(Protocol):
-    def summarize(self, organization_id: uuid.UUID, conversation_id: str, channel: str | None) -> Summary: ...
-
-
-_readers: list[ConversationReader] = []
-_merge_hooks: list[ContactMergeHook] = []
-
-
-def register_conversation_reader(reader: ConversationReader) -> None:
-    if reader not in _readers:
-        _readers.append(reader)
-
-
-def unregister_conversation_reader(reader: ConversationReader) -> None:
-    if reader in _readers:
-        _readers.remove(reader)
+conversation_transcript = hook(
+    "crm.conversation_transcript",
+    "fn(organization_id, conversation_id) -> [(direction, text, timestamp), ...] | None",
+)
+contact_merged = hook(
+    "crm.contact_merged", "fn(organization_id, source_id, target_id) -> conversations moved (int)"
+)
+conversation_summary = hook(
+    "crm.conversation_summary", "fn(organization_id, conversation_id, channel) -> Summary | None"
+)
 
 
 def read_conversation(organization_id: uuid.UUID, conversation_id: str) -> list[TranscriptLine] | None:
     """The first transcript any registered reader knows; None when nobody does."""
-    for reader in list(_readers):
+    for reader in conversation_transcript.receivers:
         try:
-            lines = reader(organization_id, conversation_id)
+            lines: Sequence[TranscriptLine] | None = reader(
+                organization_id=organization_id, conversation_id=conversation_id
+            )
         except Exception:  # a broken reader must not stop the link; the summary says "not available"
             log.exception("conversation reader %r failed for %s", reader, conversation_id)
             continue
@@ -69,19 +64,12 @@ def read_conversation(organization_id: uuid.UUID, conversation_id: str) -> list[
     return None
 
 
-def register_contact_merge_hook(hook: ContactMergeHook) -> None:
-    if hook not in _merge_hooks:
-        _merge_hooks.append(hook)
-
-
-def unregister_contact_merge_hook(hook: ContactMergeHook) -> None:
-    if hook in _merge_hooks:
-        _merge_hooks.remove(hook)
-
-
 def run_contact_merge_hooks(organization_id: uuid.UUID, source_id: uuid.UUID, target_id: uuid.UUID) -> int:
     """Called inside the merge's transaction, so a failing hook rolls the whole merge back."""
-    return sum(int(hook(organization_id, source_id, target_id) or 0) for hook in list(_merge_hooks))
+    answers = contact_merged.answers(
+        organization_id=organization_id, source_id=source_id, target_id=target_id
+    )
+    return sum(int(moved or 0) for moved in answers)
 
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
@@ -127,7 +115,7 @@ class ExtractiveSummarizer:
 
         best = sorted(sentences, key=lambda item: (-score(item[2]), item[0]))[: self.max_sentences]
         picked = [
-            f"{'CrmContact' if d in ('inbound', 'incoming', 'in', 'contact') else 'Agent'}: {s}"
+            f"{'Contact' if d in ('inbound', 'incoming', 'in', 'contact') else 'Agent'}: {s}"
             for _, d, s in sorted(best)
         ]
         text = " ".join([header, *picked])
@@ -136,22 +124,20 @@ class ExtractiveSummarizer:
         return Summary(text, "extractive", len(texts))
 
 
-_summarizer: ConversationSummarizer = ExtractiveSummarizer()
-
-
-def set_summarizer(summarizer: ConversationSummarizer | None) -> None:
-    """Install a summarizer (None restores the offline default)."""
-    global _summarizer
-    _summarizer = summarizer or ExtractiveSummarizer()
-
-
-def get_summarizer() -> ConversationSummarizer:
-    return _summarizer
-
-
 def summarize_conversation(organization_id: uuid.UUID, conversation_id: str, channel: str | None) -> Summary:
+    """The first summary a connected summarizer writes; the offline extractive one otherwise."""
+    for summarizer in conversation_summary.receivers:
+        try:
+            summary = summarizer(
+                organization_id=organization_id, conversation_id=conversation_id, channel=channel
+            )
+        except Exception:  # a failing model must not block linking; the next one (or the offline one) writes
+            log.exception("summarizer %r failed for %s", summarizer, conversation_id)
+            continue
+        if summary is not None:
+            return summary
     try:
-        return _summarizer.summarize(organization_id, conversation_id, channel)
-    except Exception:  # a failing model must not block linking; the link records that no summary exists
-        log.exception("summarizer failed for %s", conversation_id)
+        return ExtractiveSummarizer().summarize(organization_id, conversation_id, channel)
+    except Exception:
+        log.exception("offline summarizer failed for %s", conversation_id)
         return Summary(NO_TRANSCRIPT, "none", 0)

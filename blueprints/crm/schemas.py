@@ -13,7 +13,7 @@ from pydantic import BaseModel, BeforeValidator, Field, field_validator
 from blueprints.crm.money import CURRENCIES
 from core.pagination import MAX_LIMIT, LimitOffsetQuery
 from core.timeutil import get_zone
-from core.validation import RequestModel
+from core.validation import QueryModel, RequestModel
 
 # ---------------------------------------------------------------------------------------------- values
 
@@ -141,7 +141,7 @@ class StageUpdate(RequestModel):
     rotting_days: int | None = Field(None, ge=1, le=3650)
 
 
-class StageDeleteQuery(RequestModel):
+class StageDeleteQuery(QueryModel):
     move_to_stage_id: uuid.UUID | None = Field(
         None, description="Move the stage's deals here first (same pipeline); without it, 409 if any"
     )

@@ -3,8 +3,6 @@ labels and flows, broadcasts). Conversations themselves are the messaging area's
 
 from __future__ import annotations
 
-import uuid
-
 from flask import Flask
 
 from core.events import DomainEvent, subscribe
@@ -25,17 +23,9 @@ def _member_online(event: DomainEvent) -> None:
         pick_up_waiting_job.enqueue(event.organization_id, event.data["member_id"])
 
 
-def _active_counts(organization_id: uuid.UUID, member_ids: list[str]) -> dict[str, int]:
-    from blueprints.inbox.services.conversations import active_counts
-
-    return active_counts(organization_id, member_ids)
-
-
 def init_app(app: Flask) -> None:
     from blueprints.inbox.api import api
-    from blueprints.members.services.hooks import register_active_conversation_counter
 
     app.register_api(api)  # type: ignore[attr-defined]
     subscribe("message.created", _route_incoming)
     subscribe("presence.updated", _member_online)
-    register_active_conversation_counter(_active_counts)

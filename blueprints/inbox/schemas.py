@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 
 from blueprints.messaging.schemas import ConversationOut
 from core.pagination import SkipTakeQuery
-from core.validation import RequestModel
+from core.validation import QueryModel, RequestModel
 
 MAX_INCLUDE_MESSAGES = 50
 MAX_BROADCAST_RECIPIENTS = 1000
@@ -129,7 +129,7 @@ class NoteIn(RequestModel):
     actor: str | None = Field(None, max_length=120)
 
 
-class EventsQuery(RequestModel):
+class EventsQuery(QueryModel):
     types: str | None = Field(None, description="Comma-separated event types")
 
     @property
@@ -137,7 +137,7 @@ class EventsQuery(RequestModel):
         return _split(self.types)
 
 
-class AddressesByLabelQuery(RequestModel):
+class AddressesByLabelQuery(QueryModel):
     label: str = Field(min_length=1)
     organization_id: str = Field(min_length=1)
 

@@ -7,6 +7,7 @@ hook, and this package plugs the owner in:
   messaging contacts that pointed at the merged-away CRM contact move to the surviving one);
 - inbox <- CRM: which deals and tickets link a conversation (a linked conversation is not deleted);
 - members <- channels: the channels an organization has connected (an AI agent's ``connections``);
+- members <- inbox: active conversations per member (presence lists, member removal);
 - messaging <- CRM: a new WhatsApp contact is linked to the CRM contact with that phone identity, and a
   phone identity added to (or removed from) a CRM contact links (or unlinks) the messaging contacts.
 """
@@ -16,41 +17,26 @@ from __future__ import annotations
 import uuid
 
 from flask import Flask
-from sqlalchemy import func, select, update
+from sqlalchemy import func, select
 
 from core.db import db
 from core.events import DomainEvent, subscribe
 from core.jobs import job
 
 
-def _transcript(organization_id: uuid.UUID, conversation_id: str) -> list[tuple[str, str, object]] | None:
+def _transcript(*, organization_id: uuid.UUID, conversation_id: str) -> list[tuple[str, str, object]] | None:
     from blueprints.messaging.services import conversation_transcript
 
     return conversation_transcript(organization_id, conversation_id)  # type: ignore[return-value]
 
 
-def _merge_contacts(organization_id: uuid.UUID, source: uuid.UUID, target: uuid.UUID) -> int:
-    from blueprints.messaging.models import Contact, Conversation
+def _merge_contacts(*, organization_id: uuid.UUID, source_id: uuid.UUID, target_id: uuid.UUID) -> int:
+    from blueprints.messaging.contacts import move_crm_links
 
-    contact_ids = list(
-        db.session.scalars(
-            select(Contact.id).where(
-                Contact.organization_id == organization_id, Contact.crm_contact_id == str(source)
-            )
-        )
-    )
-    if not contact_ids:
-        return 0
-    db.session.execute(update(Contact).where(Contact.id.in_(contact_ids)).values(crm_contact_id=str(target)))
-    return int(
-        db.session.scalar(
-            select(func.count()).select_from(Conversation).where(Conversation.contact_id.in_(contact_ids))
-        )
-        or 0
-    )
+    return move_crm_links(organization_id, str(source_id), str(target_id))
 
 
-def _crm_links(organization_id: uuid.UUID, conversation_id: str) -> list[str]:
+def _crm_links(*, organization_id: uuid.UUID, conversation_id: str) -> list[str]:
     from blueprints.crm.models import Deal, DealConversation, Ticket, TicketConversation
 
     deals = db.session.scalar(
@@ -79,7 +65,7 @@ def _crm_links(organization_id: uuid.UUID, conversation_id: str) -> list[str]:
     return found
 
 
-def _connected_channels(organization_id: uuid.UUID) -> list[str]:
+def _connected_channels(*, organization_id: uuid.UUID) -> list[str]:
     from blueprints.channels.models import SENDABLE_STATUSES, OrganizationAddress
 
     return list(
@@ -94,14 +80,20 @@ def _connected_channels(organization_id: uuid.UUID) -> list[str]:
     )
 
 
-def _crm_contact_for_phone(organization_id: uuid.UUID, e164: str) -> str | None:
+def _active_counts(*, organization_id: uuid.UUID, member_ids: list[str]) -> dict[str, int]:
+    from blueprints.inbox.services.conversations import active_counts
+
+    return active_counts(organization_id, member_ids)
+
+
+def _crm_contact_for_phone(*, organization_id: uuid.UUID, phone: str) -> str | None:
     from blueprints.crm.models import ContactIdentity
 
     contact_id = db.session.scalar(
         select(ContactIdentity.contact_id).where(
             ContactIdentity.organization_id == organization_id,
             ContactIdentity.kind == "phone",
-            ContactIdentity.value == e164,
+            ContactIdentity.value == phone,
         )
     )
     return str(contact_id) if contact_id else None
@@ -113,19 +105,9 @@ def link_messaging_contacts(
 ) -> int:
     """A CRM phone identity appeared (or went away): (un)link the messaging contacts with that number."""
     from blueprints.messaging.contacts import link_crm_contact
-    from blueprints.messaging.models import Contact
 
-    organization = uuid.UUID(organization_id)
-    if crm_contact_id is None and previous is not None:
-        # only unlink contacts that still point at the contact that lost the number
-        still_linked = db.session.scalar(
-            select(func.count())
-            .select_from(Contact)
-            .where(Contact.organization_id == organization, Contact.crm_contact_id == previous)
-        )
-        if not still_linked:
-            return 0
-    return link_crm_contact(organization, phone, crm_contact_id)
+    # an unlink touches only contacts that still point at the contact that lost the number
+    return link_crm_contact(uuid.UUID(organization_id), phone, crm_contact_id, only_if_linked_to=previous)
 
 
 def _on_identity(event: DomainEvent) -> None:
@@ -141,15 +123,16 @@ def _on_identity(event: DomainEvent) -> None:
 
 
 def init_app(app: Flask) -> None:
-    from blueprints.crm.hooks import register_contact_merge_hook, register_conversation_reader
-    from blueprints.inbox.services.conversations import register_reference_checker
-    from blueprints.members.services.hooks import register_connections_provider
-    from blueprints.messaging.threads import set_crm_contact_resolver
+    from blueprints.crm.hooks import contact_merged, conversation_transcript
+    from blueprints.inbox.services.conversations import conversation_references
+    from blueprints.members.services.hooks import active_conversation_counts, connected_channels
+    from blueprints.messaging.threads import crm_contact_for_phone
 
-    register_conversation_reader(_transcript)
-    register_contact_merge_hook(_merge_contacts)
-    register_reference_checker(_crm_links)
-    register_connections_provider(_connected_channels)
-    set_crm_contact_resolver(_crm_contact_for_phone)
+    conversation_transcript.connect(_transcript)
+    contact_merged.connect(_merge_contacts)
+    conversation_references.connect(_crm_links)
+    connected_channels.connect(_connected_channels)
+    active_conversation_counts.connect(_active_counts)
+    crm_contact_for_phone.connect(_crm_contact_for_phone)
     subscribe("crm.contact_identity_added", _on_identity)
     subscribe("crm.contact_identity_removed", _on_identity)

@@ -9,7 +9,6 @@ from flask import Response
 from flask_openapi3 import APIBlueprint, Tag
 
 from blueprints.members import serialize
-from blueprints.members.actors import current_actor
 from blueprints.members.schemas import (
     AgentConfigOut,
     AgentConfigPatch,
@@ -52,6 +51,7 @@ from blueprints.members.schemas import (
 )
 from blueprints.members.services import agents, presence, reasons, stats, teams
 from core import auth
+from core.auth import current_actor
 from core.errors import not_found
 from core.openapi import API_KEY_ONLY, PlainError, error_responses
 from core.pagination import SkipTakeQuery

@@ -5,7 +5,6 @@ from __future__ import annotations
 from flask_openapi3 import APIBlueprint, Tag
 
 from blueprints.members import serialize
-from blueprints.members.actors import current_actor
 from blueprints.members.schemas import (
     MemberCreate,
     MemberDeleted,
@@ -18,6 +17,7 @@ from blueprints.members.schemas import (
 )
 from blueprints.members.services import members
 from core import auth
+from core.auth import current_actor
 from core.openapi import API_KEY_ONLY, PlainError, error_responses
 
 TAG = Tag(name="Messaging: members", description="Human and AI members of the organization")

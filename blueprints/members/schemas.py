@@ -15,7 +15,7 @@ from blueprints.members.models import STATUSES, TOOLS
 from core.pagination import PageLimitQuery, SkipTakeQuery
 from core.phones import InvalidPhoneNumber, normalize_phone
 from core.timeutil import get_zone
-from core.validation import RequestModel
+from core.validation import QueryModel, RequestModel
 
 MEMBER_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,63}$"
 Status = Literal["online", "offline", "busy", "away"]
@@ -159,7 +159,7 @@ class AvailabilityList(BaseModel):
     total: int
 
 
-class AvailabilityQuery(RequestModel):
+class AvailabilityQuery(QueryModel):
     status: Status | None = None
     ai: bool | None = None
 
@@ -195,7 +195,7 @@ class ReasonList(BaseModel):
     total: int
 
 
-class ReasonListQuery(RequestModel):
+class ReasonListQuery(QueryModel):
     active: bool | None = None
 
 
@@ -300,7 +300,7 @@ class HistoryPage(BaseModel):
     take: int
 
 
-class StatsQuery(RequestModel):
+class StatsQuery(QueryModel):
     date_from: date | None = Field(None, alias="from")
     date_to: date | None = Field(None, alias="to")
     timezone: str = "UTC"

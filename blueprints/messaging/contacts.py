@@ -171,9 +171,16 @@ def delete_contact(organization_id: uuid.UUID, contact_id: str) -> None:
     db.session.commit()
 
 
-def link_crm_contact(organization_id: uuid.UUID, phone: str, crm_contact_id: str | None) -> int:
+def link_crm_contact(
+    organization_id: uuid.UUID,
+    phone: str,
+    crm_contact_id: str | None,
+    *,
+    only_if_linked_to: str | None = None,
+) -> int:
     """For the CRM area: link the messaging contacts whose WhatsApp number is ``phone`` (any format) to
-    a CRM contact (or unlink with None). Returns how many contacts changed."""
+    a CRM contact (or unlink with None). ``only_if_linked_to`` touches only contacts still linked to that
+    CRM contact (a number that went away from it). Returns how many contacts changed."""
     try:
         e164 = normalize_phone(phone)
     except InvalidPhoneNumber:
@@ -183,10 +190,33 @@ def link_crm_contact(organization_id: uuid.UUID, phone: str, crm_contact_id: str
         ContactAddress.service == "whatsapp",
         ContactAddress.address == e164,
     )
+    conditions = [Contact.organization_id == organization_id, Contact.id.in_(owners)]
+    if only_if_linked_to is not None:
+        conditions.append(Contact.crm_contact_id == only_if_linked_to)
     changed = db.session.execute(
-        update(Contact)
-        .where(Contact.organization_id == organization_id, Contact.id.in_(owners))
-        .values(crm_contact_id=crm_contact_id)
+        update(Contact).where(*conditions).values(crm_contact_id=crm_contact_id)
     ).rowcount
-    db.session.commit()
     return int(changed or 0)
+
+
+def move_crm_links(organization_id: uuid.UUID, source_crm_contact: str, target_crm_contact: str) -> int:
+    """For the CRM's contact merge: contacts linked to the merged-away CRM contact now point at the
+    surviving one. Returns how many conversations those contacts have (the ones that moved with them)."""
+    contact_ids = list(
+        db.session.scalars(
+            select(Contact.id).where(
+                Contact.organization_id == organization_id, Contact.crm_contact_id == source_crm_contact
+            )
+        )
+    )
+    if not contact_ids:
+        return 0
+    db.session.execute(
+        update(Contact).where(Contact.id.in_(contact_ids)).values(crm_contact_id=target_crm_contact)
+    )
+    return int(
+        db.session.scalar(
+            select(func.count()).select_from(Conversation).where(Conversation.contact_id.in_(contact_ids))
+        )
+        or 0
+    )

@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 
 from core.pagination import MAX_TAKE
 from core.timeutil import parse_iso_datetime
-from core.validation import RequestModel
+from core.validation import QueryModel, RequestModel
 
 Service = Literal["whatsapp", "instagram", "messenger"]
 MEDIA_KINDS = ("image", "video", "audio", "document")
@@ -136,7 +136,7 @@ class SendTemplateIn(RequestModel):
     member_id: str | None = Field(None, max_length=64)
 
 
-class MessageListQuery(RequestModel):
+class MessageListQuery(QueryModel):
     conversation_id: uuid.UUID | None = None
     direction: Literal["incoming", "outgoing"] | None = None
     start_date: str | None = Field(None, description="ISO 8601 date or datetime, inclusive")
@@ -152,7 +152,7 @@ class MessageListQuery(RequestModel):
         return value or None
 
 
-class WindowQuery(RequestModel):
+class WindowQuery(QueryModel):
     organization_address: str = Field(min_length=1, max_length=64)
 
 
@@ -175,7 +175,7 @@ class ContactPatch(RequestModel):
     extra: dict[str, Any] | None = None
 
 
-class ContactListQuery(RequestModel):
+class ContactListQuery(QueryModel):
     skip: int = Field(0, ge=0)
     take: int = Field(20, ge=1, le=MAX_TAKE)
     search: str | None = Field(None, max_length=200, description="Name or address, case-insensitive")

@@ -48,8 +48,8 @@ from blueprints.messaging.sending import (  # re-exported: one import point for 
 from blueprints.messaging.serialize import serialize_conversation, serialize_message
 from blueprints.messaging.threads import (
     contact_address_for,
+    crm_contact_for_phone,
     parse_uuid,
-    set_crm_contact_resolver,
 )
 from core.db import db, isoformat, utcnow
 from core.errors import ApiError
@@ -69,6 +69,7 @@ __all__ = [
     "conversation_belongs",
     "conversation_transcript",
     "create_contact",
+    "crm_contact_for_phone",
     "delete_contact",
     "get_contact",
     "get_conversation",
@@ -82,7 +83,6 @@ __all__ = [
     "send_template",
     "sendable_address",
     "service_window",
-    "set_crm_contact_resolver",
     "update_contact",
 ]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
@@ -27,26 +27,29 @@ from blueprints.messaging.models import (
 )
 from core.db import db, isoformat
 from core.errors import ApiError
+from core.hooks import hook
 from core.phones import InvalidPhoneNumber, normalize_phone
 
 T = TypeVar("T")
 CHUNK = 500  # bound IN (...) lists: SQLite allows 32k parameters, PostgreSQL 65k; stay far below
 
-# CRM link: a callable (organization_id, E.164 phone) -> CRM contact id, wired by the CRM area.
-CrmResolver = Callable[[uuid.UUID, str], str | None]
-_crm_resolver: list[CrmResolver] = []
-
-
-def set_crm_contact_resolver(resolver: CrmResolver | None) -> None:
-    _crm_resolver.clear()
-    if resolver is not None:
-        _crm_resolver.append(resolver)
+# CRM link: the CRM area answers which of its contacts has a phone identity (wired in integrations).
+crm_contact_for_phone = hook(
+    "messaging.crm_contact_for_phone", "fn(organization_id, phone) -> CRM contact id (str) | None"
+)
 
 
 def resolve_crm_contact(organization_id: uuid.UUID, service: str, address: str) -> str | None:
-    if service != "whatsapp" or not _crm_resolver:
+    if service != "whatsapp":
         return None
-    return _crm_resolver[0](organization_id, address)
+    return next(
+        (
+            found
+            for found in crm_contact_for_phone.answers(organization_id=organization_id, phone=address)
+            if found
+        ),
+        None,
+    )
 
 
 def chunks(items: Sequence[T], size: int = CHUNK) -> Iterator[Sequence[T]]:

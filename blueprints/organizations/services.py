@@ -9,7 +9,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import select
+from sqlalchemy import or_, select, update
 
 from blueprints.organizations.models import PRODUCTS, ApiKey, Organization
 from core.db import db, utcnow
@@ -99,7 +99,7 @@ def resolve_api_key(
     plaintext: str, environment: str, *, touch_after: timedelta = timedelta(seconds=60)
 ) -> tuple[ApiKey, Organization] | None:
     """The active key and its organization, or None when the key is unknown, inactive, expired or of
-    another environment. ``last_used_at`` is written at most once per ``touch_after``."""
+    another environment. A read only: :func:`key_touch_due` says when ``last_used_at`` should be written."""
     if not plaintext:
         return None
     row = db.session.execute(
@@ -115,10 +115,25 @@ def resolve_api_key(
         return None
     if key.expires_at is not None and key.expires_at <= now:
         return None
-    if key.last_used_at is None or now - key.last_used_at >= touch_after:
-        key.last_used_at = now
-        db.session.commit()
     return key, organization
+
+
+def key_touch_due(key: ApiKey, now: datetime, touch_after: timedelta) -> bool:
+    return key.last_used_at is None or now - key.last_used_at >= touch_after
+
+
+def touch_api_key(key_id: uuid.UUID, now: datetime, touch_after: timedelta) -> None:
+    """Record a key's use on a connection of its own, outside any unit of work (called after the response
+    went out). The condition keeps concurrent requests of one key to one write per ``touch_after``."""
+    with db.engine.begin() as connection:
+        connection.execute(
+            update(ApiKey)
+            .where(
+                ApiKey.id == key_id,
+                or_(ApiKey.last_used_at.is_(None), ApiKey.last_used_at <= now - touch_after),
+            )
+            .values(last_used_at=now)
+        )
 
 
 MIN_REVOKE_PREFIX = 12  # "sk_live_" and at least 4 characters of the key

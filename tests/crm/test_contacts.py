@@ -133,13 +133,13 @@ def test_update_and_delete_contact(crm: Crm, other_crm: Crm) -> None:
 def moved_conversations() -> Iterator[list[tuple[uuid.UUID, uuid.UUID, uuid.UUID]]]:
     calls: list[tuple[uuid.UUID, uuid.UUID, uuid.UUID]] = []
 
-    def hook(organization_id: uuid.UUID, source: uuid.UUID, target: uuid.UUID) -> int:
-        calls.append((organization_id, source, target))
+    def hook(*, organization_id: uuid.UUID, source_id: uuid.UUID, target_id: uuid.UUID) -> int:
+        calls.append((organization_id, source_id, target_id))
         return 3
 
-    hooks.register_contact_merge_hook(hook)
-    yield calls
-    hooks.unregister_contact_merge_hook(hook)
+    # the messaging area's receiver is replaced for the test: only this one answers
+    with hooks.contact_merged.only(hook):
+        yield calls
 
 
 def test_merge_moves_everything_to_the_survivor(crm: Crm, moved_conversations: list[Any]) -> None:

@@ -124,12 +124,11 @@ def transcript() -> Iterator[dict[str, list[tuple[str, str, str]]]]:
     """A conversation reader as the messaging area would register it."""
     store: dict[str, list[tuple[str, str, str]]] = {}
 
-    def reader(organization_id: uuid.UUID, conversation_id: str) -> list[tuple[str, str, str]] | None:
+    def reader(*, organization_id: uuid.UUID, conversation_id: str) -> list[tuple[str, str, str]] | None:
         return store.get(conversation_id)
 
-    hooks.register_conversation_reader(reader)
-    yield store
-    hooks.unregister_conversation_reader(reader)
+    with hooks.conversation_transcript.connected(reader):
+        yield store
 
 
 def test_link_without_a_transcript_records_that_none_exists(crm: Crm) -> None:
@@ -188,22 +187,16 @@ def test_link_captures_an_extractive_summary(crm: Crm, transcript: dict[str, Any
 
 
 def test_a_plugged_in_summarizer_replaces_the_default(crm: Crm) -> None:
-    class Model:
-        def summarize(
-            self, organization_id: uuid.UUID, conversation_id: str, channel: str | None
-        ) -> hooks.Summary:
-            return hooks.Summary(f"LLM summary of {conversation_id} on {channel}", "test-model", 7)
+    def model(*, organization_id: uuid.UUID, conversation_id: str, channel: str | None) -> hooks.Summary:
+        return hooks.Summary(f"LLM summary of {conversation_id} on {channel}", "test-model", 7)
 
-    hooks.set_summarizer(Model())
-    try:
-        deal = crm.deal()
+    deal = crm.deal()
+    with hooks.conversation_summary.connected(model):
         link = crm.ok(
             crm.post(f"/deals/{deal['id']}/conversations", {"conversation_id": "c1", "channel": "email"}), 201
         )
-    finally:
-        hooks.set_summarizer(None)
     assert link["summary"] == "LLM summary of c1 on email"
-    assert isinstance(hooks.get_summarizer(), hooks.ExtractiveSummarizer)
+    assert hooks.conversation_summary.receivers == []
 
 
 def test_duplicate_link_unlink_and_errors(crm: Crm, other_crm: Crm) -> None:

@@ -226,19 +226,14 @@ def test_delete_removes_messages_notes_and_trail(
 def test_delete_refuses_while_linked(
     client: FlaskClient, org: Org, make_conversation: MakeConversation
 ) -> None:
-    from blueprints.inbox.services.conversations import register_reference_checker
+    from blueprints.inbox.services.conversations import conversation_references
 
     cid = make_conversation(org)
-    linked: Callable[..., list[str]] = lambda organization_id, conversation_id: (  # noqa: E731
+    linked: Callable[..., list[str]] = lambda *, organization_id, conversation_id: (  # noqa: E731
         ["1 deal"] if conversation_id == cid else []
     )
-    register_reference_checker(linked)
-    try:
+    with conversation_references.connected(linked):
         response = client.delete(msg(org, f"/conversations/{cid}"), headers=org.headers())
         assert response.status_code == 409
         assert "1 deal" in response.get_json()["message"]
         assert client.get(msg(org, f"/conversations/{cid}"), headers=org.headers()).status_code == 200
-    finally:
-        from blueprints.inbox.services import conversations
-
-        conversations._reference_checkers.remove(linked)

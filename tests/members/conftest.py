@@ -43,9 +43,5 @@ def make_member(client: FlaskClient) -> Callable[..., dict[str, Any]]:
 def _no_provider_hooks() -> Any:
     """Each test starts without the other areas' providers; the real ones are put back afterwards, so
     tests of other areas that run later (apps are reused between tests) still see them."""
-    previous = (hooks._counter, hooks._connections)
-    hooks.register_active_conversation_counter(None)
-    hooks.register_connections_provider(None)
-    yield
-    hooks.register_active_conversation_counter(previous[0])
-    hooks.register_connections_provider(previous[1])
+    with hooks.active_conversation_counts.only(None), hooks.connected_channels.only(None):
+        yield

@@ -37,11 +37,11 @@ def test_list_wrapper_summary_and_only_ai_members(client: FlaskClient, org: Org,
     )
     calls: list[uuid.UUID] = []
 
-    def channels(organization_id: uuid.UUID) -> list[str]:
+    def channels(*, organization_id: uuid.UUID) -> list[str]:
         calls.append(organization_id)
         return ["whatsapp", "webchat", "whatsapp"]
 
-    hooks.register_connections_provider(channels)
+    hooks.connected_channels.connect(channels)
     body = _list(client, org)
     assert set(body) == {"agents", "total", "page", "limit"}
     assert (body["total"], body["page"], body["limit"]) == (1, 1, 20)
@@ -109,7 +109,7 @@ def test_list_limits_are_400(client: FlaskClient, org: Org) -> None:
 
 
 def test_list_query_count_is_constant(client: FlaskClient, org: Org, make_member, queries) -> None:
-    hooks.register_connections_provider(lambda organization_id: ["whatsapp"])
+    hooks.connected_channels.connect(lambda **_: ["whatsapp"])
     first = make_member(org, name="A0", ai=True)
     _configure(client, org, first["id"], business_category="sales")
     client.post(mem(org, "/teams"), json={"name": "T", "member_ids": [first["id"]]}, headers=org.headers())

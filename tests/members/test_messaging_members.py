@@ -139,11 +139,11 @@ def test_delete_reports_active_conversations_still_held(client: FlaskClient, org
     member = make_member(org)
     calls: list[list[str]] = []
 
-    def counter(organization_id: uuid.UUID, member_ids: list[str]) -> dict[str, int]:
+    def counter(*, organization_id: uuid.UUID, member_ids: list[str]) -> dict[str, int]:
         calls.append(member_ids)
         return {member["id"]: 3}
 
-    hooks.register_active_conversation_counter(counter)
+    hooks.active_conversation_counts.connect(counter)
     response = client.delete(msg(org, f"/{member['id']}"), headers=org.headers())
     assert response.status_code == 200
     assert response.get_json() == {"id": member["id"], "deleted": True, "active_conversations": 3}

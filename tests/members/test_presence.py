@@ -113,11 +113,11 @@ def test_availabilities_list_every_member_with_load_in_one_counter_call(
     make_member(other_org, name="Not mine")
     calls: list[list[str]] = []
 
-    def counter(organization_id: uuid.UUID, member_ids: list[str]) -> dict[str, int]:
+    def counter(*, organization_id: uuid.UUID, member_ids: list[str]) -> dict[str, int]:
         calls.append(sorted(member_ids))
         return {ana["id"]: 2}
 
-    hooks.register_active_conversation_counter(counter)
+    hooks.active_conversation_counts.connect(counter)
     _status(client, org, ana["id"], status="busy")
     calls.clear()
     response = client.get(mem(org, "/members/availabilities"), headers=org.headers())

@@ -87,7 +87,7 @@ def test_team_availability(app: Flask, client: FlaskClient, org: Org, make_membe
         client.patch(
             mem(org, f"/members/{member['id']}/status"), json={"status": status}, headers=org.headers()
         )
-    hooks.register_active_conversation_counter(lambda org_id, ids: {ana["id"]: 4, ben["id"]: 1, cy["id"]: 0})
+    hooks.active_conversation_counts.connect(lambda **_: {ana["id"]: 4, ben["id"]: 1, cy["id"]: 0})
     body = client.get(mem(org, f"/teams/{team['id']}/availability"), headers=org.headers()).get_json()
     assert body["team_id"] == team["id"] and body["team_name"] == "Sales"
     assert body["counts"] == {"online": 2, "busy": 1, "away": 0, "offline": 0}

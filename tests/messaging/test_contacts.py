@@ -166,17 +166,16 @@ def test_a_contact_with_conversations_cannot_be_deleted(
 
 @pytest.fixture
 def crm_resolver() -> Any:
-    from blueprints.messaging.services import set_crm_contact_resolver
+    from blueprints.messaging.services import crm_contact_for_phone
 
     seen: list[tuple[str, str]] = []
 
-    def resolve(organization_id: uuid.UUID, phone: str) -> str | None:
+    def resolve(*, organization_id: uuid.UUID, phone: str) -> str | None:
         seen.append((str(organization_id), phone))
         return "crm-" + phone[-4:] if phone == "+525512345678" else None
 
-    set_crm_contact_resolver(resolve)
-    yield seen
-    set_crm_contact_resolver(None)
+    with crm_contact_for_phone.only(resolve):
+        yield seen
 
 
 def test_crm_link_by_normalised_phone(

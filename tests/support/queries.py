@@ -35,3 +35,23 @@ def count_queries() -> Iterator[QueryCounter]:
         yield counter
     finally:
         event.remove(Engine, "after_cursor_execute", _record)
+
+
+class CommitCounter:
+    def __init__(self) -> None:
+        self.count = 0
+
+
+@contextmanager
+def count_commits() -> Iterator[CommitCounter]:
+    """Count COMMITs sent to any database (both stores) inside the block."""
+    counter = CommitCounter()
+
+    def _record(conn: Any) -> None:
+        counter.count += 1
+
+    event.listen(Engine, "commit", _record)
+    try:
+        yield counter
+    finally:
+        event.remove(Engine, "commit", _record)

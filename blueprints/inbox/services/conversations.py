@@ -19,6 +19,7 @@ from blueprints.messaging.serialize import serialize_conversation, serialize_mes
 from core.db import db, utcnow
 from core.errors import ApiError
 from core.events import publish
+from core.hooks import hook
 from core.pagination import paginate
 from core.timeutil import as_utc
 
@@ -229,19 +230,16 @@ def delete_conversation(organization_id: uuid.UUID, conversation_id: str) -> dic
 
 def referencing_records(organization_id: uuid.UUID, conversation_id: str) -> list[str]:
     """Which other records point to this conversation (CRM deal and ticket links), as readable phrases."""
-    found: list[str] = []
-    for checker in _reference_checkers:
-        found += checker(organization_id, conversation_id)
-    return found
+    answers = conversation_references.answers(
+        organization_id=organization_id, conversation_id=conversation_id
+    )
+    return [phrase for phrases in answers for phrase in phrases or ()]
 
 
-_reference_checkers: list[Any] = []
-
-
-def register_reference_checker(fn: Any) -> None:
-    """``fn(organization_id, conversation_id) -> ["2 deals", ...]``: areas that link conversations."""
-    if fn not in _reference_checkers:
-        _reference_checkers.append(fn)
+conversation_references = hook(
+    "inbox.conversation_references",
+    'fn(organization_id, conversation_id) -> ["2 deals", ...]: areas that link conversations',
+)
 
 
 def active_counts(organization_id: uuid.UUID, member_ids: list[str]) -> dict[str, int]:

@@ -20,8 +20,8 @@ from werkzeug.middleware.dispatcher import DispatcherMiddleware
 from core import errors, jobs, realtime, uow
 from core.config import PROJECT_ROOT, load_settings
 from core.db import db
-from core.jsonio import ExactJSONProvider
 from core.environments import LIVE, SANDBOX, link_environments
+from core.jsonio import ExactJSONProvider
 from core.openapi import INFO, SECURITY_SCHEMES, AgentDeskOpenAPI
 from core.validation import validation_error_response
 

@@ -11,6 +11,7 @@ from flask_migrate import upgrade
 
 from core import demo, jobs
 from core.environments import ENVIRONMENTS, in_environment
+from core.serving import JsonErrorRequestHandler
 
 demo_cli = AppGroup("demo", help="Demo data.")
 jobs_cli = AppGroup("jobs", help="Background jobs.")
@@ -60,7 +61,15 @@ def serve_command(host: str, port: int, debug: bool) -> None:
     # Flask refuses app.run() inside its own CLI unless told this is deliberate; this command *is* the runner.
     os.environ.pop("FLASK_RUN_FROM_CLI", None)
     click.echo(f"Agent Desk on http://{host}:{port}  (API docs: http://{host}:{port}/docs/)")
-    socketio.run(app, host=host, port=port, debug=debug, use_reloader=False, allow_unsafe_werkzeug=True)
+    socketio.run(
+        app,
+        host=host,
+        port=port,
+        debug=debug,
+        use_reloader=False,
+        allow_unsafe_werkzeug=True,
+        request_handler=JsonErrorRequestHandler,
+    )
 
 
 @jobs_cli.command("worker")

@@ -73,6 +73,9 @@ def load_settings(overrides: dict[str, Any] | None = None) -> dict[str, Any]:
         # belonged to a process that died and are swept (members left without a connection go offline).
         "PRESENCE_HEARTBEAT_SECONDS": float(env.get("PRESENCE_HEARTBEAT_SECONDS", "20")),
         "PRESENCE_STALE_SECONDS": float(env.get("PRESENCE_STALE_SECONDS", "90")),
+        # Largest request body read at all (413 in the area's error format beyond it); Meta's webhook
+        # deliveries and every API body are far below 1 MiB.
+        "MAX_CONTENT_LENGTH": int(env.get("MAX_BODY_BYTES", str(1024 * 1024))),
         # Broadcast pacing per sending number (Meta's default throughput is 80 messages per second).
         "BROADCAST_RATE_PER_SECOND": int(env.get("BROADCAST_RATE_PER_SECOND", "80")),
     }

@@ -206,6 +206,8 @@ def _assign_request_id() -> None:
 def _echo_request_id(response: Response) -> Response:
     if rid := getattr(g, "request_id", None):
         response.headers["X-Request-Id"] = rid
+    # Browsers must take every answer for the type it declares (no sniffing JSON or uploads into HTML).
+    response.headers.setdefault("X-Content-Type-Options", "nosniff")
     return response
 
 

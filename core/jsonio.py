@@ -22,4 +22,7 @@ class ExactJSONProvider(DefaultJSONProvider):
         return simplejson.dumps(obj, use_decimal=True, **kwargs)
 
     def loads(self, s: str | bytes, **kwargs: Any) -> Any:
-        return super().loads(s, **kwargs)
+        try:
+            return super().loads(s, **kwargs)
+        except RecursionError:  # thousands of nested brackets: a malformed body, not a server error
+            raise ValueError("JSON nested too deeply") from None

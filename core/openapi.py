@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from core import uow
 from core.errors import ApiError, format_for_path
+from core.validation import unstorable_reason
 
 INFO = Info(
     title="Agent Desk API",
@@ -88,6 +89,7 @@ class AgentDeskOpenAPI(OpenAPI):
     """
 
     def dispatch_request(self) -> Any:
+        _refuse_unstorable_parameters()
         _refuse_query_without_model(self)
         result = super().dispatch_request()
         response_status = _status_of(result)
@@ -135,3 +137,12 @@ def _refuse_query_without_model(app: OpenAPI) -> None:
     if not _takes_query[endpoint]:
         name = next(iter(request.args))
         raise ApiError(400, f"{name}: unknown query parameter", code="parameter_unknown", param=name)
+
+
+def _refuse_unstorable_parameters() -> None:
+    """Path and query values with NUL or lone surrogates are a 400 naming them, before any lookup."""
+    for name, value in [*(request.view_args or {}).items(), *request.args.items(multi=True)]:
+        reason = unstorable_reason(value) if isinstance(value, str) else None
+        reason = reason or (unstorable_reason(name) and "is not a valid parameter name")
+        if reason:
+            raise ApiError(400, f"{name!r}: {reason}", code="parameter_invalid", param=name)

@@ -18,6 +18,7 @@ from flask_socketio import SocketIO, join_room, leave_room, rooms
 
 from core.environments import ENVIRONMENTS, in_environment
 from core.events import DomainEvent, add_sink, room_for
+from core.hooks import hook
 
 log = logging.getLogger(__name__)
 
@@ -45,12 +46,16 @@ def activate(app: Flask) -> None:
     socketio.server = app.extensions["agentdesk.socketio_server"]
 
 
+# Areas add rooms an event also goes to (a message event reaches its conversation's room). The event is
+# emitted once to all its rooms together, so a client in several of them receives it once.
+event_rooms = hook("realtime.event_rooms", "fn(event) -> extra room names for a domain event")
+
+
 def _emit_domain_event(domain_event: DomainEvent) -> None:
-    socketio.emit(
-        domain_event.name,
-        domain_event.as_message(),
-        to=room_for(domain_event.environment, domain_event.organization_id),
-    )
+    rooms_of_event = [room_for(domain_event.environment, domain_event.organization_id)]
+    for extra in event_rooms.answers(event=domain_event):
+        rooms_of_event += [room for room in extra or () if room not in rooms_of_event]
+    socketio.emit(domain_event.name, domain_event.as_message(), to=rooms_of_event)
 
 
 def _resolve_key_any_environment(api_key: str) -> tuple[str, str] | None:

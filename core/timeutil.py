@@ -5,14 +5,18 @@ from __future__ import annotations
 from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+MAX_ZONE_NAME = 64
+
 
 def get_zone(name: str | None) -> ZoneInfo:
     """The IANA zone ``name`` (UTC when empty); ValueError naming the zone when unknown."""
     if not name:
         return ZoneInfo("UTC")
+    if len(name) > MAX_ZONE_NAME:  # the longest IANA name has 32 characters; a path this long is no zone
+        raise ValueError(f"unknown IANA time zone (names have at most {MAX_ZONE_NAME} characters)")
     try:
         return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError) as exc:
+    except (ZoneInfoNotFoundError, ValueError, OSError) as exc:  # OSError: names the file system refuses
         raise ValueError(f"unknown IANA time zone {name!r}") from exc
 
 

@@ -19,6 +19,39 @@ INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 MIN_YEAR, MAX_YEAR = 1900, 2999
 
 
+_MAX_TEXT_DEPTH = 64
+
+
+def unstorable_reason(text: str) -> str | None:
+    """Why ``text`` cannot be stored as it is, or None."""
+    if "\x00" in text:
+        return "must not contain NUL characters"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "must not contain unpaired surrogates"
+    return None
+
+
+def find_unstorable_text(value: Any, depth: int = 0) -> str | None:
+    """The first reason any string inside ``value`` (keys included) cannot be stored, or None."""
+    if isinstance(value, str):
+        return unstorable_reason(value)
+    if depth > _MAX_TEXT_DEPTH:
+        return f"must not be nested more than {_MAX_TEXT_DEPTH} levels deep"
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found = find_unstorable_text(key, depth + 1) or find_unstorable_text(item, depth + 1)
+            if found:
+                return found
+    elif isinstance(value, list | tuple):
+        for item in value:
+            found = find_unstorable_text(item, depth + 1)
+            if found:
+                return found
+    return None
+
+
 class RequestModel(BaseModel):
     """Base of every request body and query model."""
 
@@ -43,6 +76,16 @@ class RequestModel(BaseModel):
             raise ValueError(f"must be between {INT_MIN} and {INT_MAX}")
         if isinstance(value, date) and not MIN_YEAR <= value.year <= MAX_YEAR:
             raise ValueError(f"must be a date between the years {MIN_YEAR} and {MAX_YEAR}")
+        return value
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _clean_text(cls, value: Any) -> Any:
+        # NUL cannot be stored in PostgreSQL text and a lone surrogate cannot be encoded as UTF-8: refuse
+        # both at the edge, naming the field, wherever they hide (nested objects and lists included).
+        problem = find_unstorable_text(value)
+        if problem:
+            raise ValueError(problem)
         return value
 
     def sent_fields(self) -> dict[str, Any]:

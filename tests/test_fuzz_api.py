@@ -2,8 +2,10 @@
 any published route, the answer is never a 5xx. ``FUZZ_EXAMPLES`` raises the number of cases per route
 (``make fuzz`` runs 100); the default keeps the suite fast and deterministic.
 
-The app is built at collection time (schemathesis parametrizes from its document) on its own temporary
-SQLite stores, so the fuzzer's writes never meet the other tests' data.
+The app is built at collection time (schemathesis parametrizes from its document) on stores of its own,
+so the fuzzer's writes never meet the other tests' data: temporary SQLite files, or with
+``TEST_DATABASE_URL`` the PostgreSQL databases ``<name>_fuzz`` and ``<name>_fuzz_sandbox`` (PostgreSQL
+refuses what SQLite accepts, NUL characters for one, so CI fuzzes both).
 """
 
 from __future__ import annotations
@@ -16,20 +18,30 @@ from typing import Any
 
 import schemathesis
 from hypothesis import HealthCheck, settings
+from sqlalchemy.engine import make_url
 
 from app import create_app
 from core import jobs, realtime
+from core.config import normalize_database_url
 from tests.conftest import TEST_SECRET
+from tests.support.stores import _postgres_stores, make_stores
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "4"))
 
 _folder = Path(tempfile.mkdtemp(prefix="agentdesk-fuzz-"))
+if os.environ.get("TEST_DATABASE_URL"):
+    _url = make_url(normalize_database_url(os.environ["TEST_DATABASE_URL"]))
+    _stores = _postgres_stores(
+        _url.set(database=f"{_url.database}_fuzz").render_as_string(hide_password=False)
+    )
+else:
+    _stores = make_stores(_folder)
 app = create_app(
     {
         "TESTING": True,
         "INSTANCE_PATH": str(_folder),
-        "DATABASE_URL": f"sqlite:///{_folder / 'live.db'}",
-        "SANDBOX_DATABASE_URL": f"sqlite:///{_folder / 'sandbox.db'}",
+        "DATABASE_URL": _stores.live_url,
+        "SANDBOX_DATABASE_URL": _stores.sandbox_url,
         "SECRET_KEY": TEST_SECRET,
         "JOBS_MODE": "inline",
         "REDIS_URL": None,

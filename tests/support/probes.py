@@ -3,14 +3,20 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from flask import Flask
 from flask_openapi3 import APIBlueprint
 from pydantic import BaseModel, Field
+from sqlalchemy import select
 
+from blueprints.organizations.models import Organization
 from core import auth
+from core.db import db
 from core.environments import ENVIRONMENTS, environment_app
 from core.errors import ApiError, not_found
-from core.validation import RequestModel
+from core.jobs import job
+from core.validation import QueryModel, RequestModel
 
 
 class OrgPath(BaseModel):
@@ -24,6 +30,20 @@ class ProbeBody(RequestModel):
 
 class ProbeQuery(RequestModel):
     limit: int = Field(20, ge=1, le=100)
+
+
+class ProbeListQuery(QueryModel):
+    limit: int = Field(20, ge=1, le=100)
+
+
+PROBE_JOB_RUNS: list[tuple[str, bool]] = []
+
+
+@job(retries=0)
+def probe_job(name: str) -> None:
+    """Records whether the row its enqueuer wrote is visible when the job runs."""
+    found = db.session.scalar(select(Organization).where(Organization.name == name)) is not None
+    PROBE_JOB_RUNS.append((name, found))
 
 
 def _blueprints() -> list[APIBlueprint]:
@@ -61,6 +81,25 @@ def _blueprints() -> list[APIBlueprint]:
     @messaging.post("/probe")
     def msg_create(path: OrgPath, body: ProbeBody) -> dict[str, object]:
         return body.model_dump()
+
+    @messaging.post("/probe/unit")
+    def msg_unit(path: OrgPath, body: ProbeBody) -> Any:
+        """Writes an organization named ``body.name``, then behaves as the name says (unit-of-work tests)."""
+        db.session.add(Organization(name=body.name, products=[]))
+        db.session.flush()
+        if body.amount:
+            probe_job.enqueue(body.name)
+        if body.name == "refused":
+            raise ApiError(409, "name: refused after the row was flushed", param="name")
+        if body.name == "crashed":
+            raise RuntimeError("crashed after the row was flushed")
+        if body.name == "answered-error":
+            return {"statusCode": 422, "message": "answered by the view"}, 422
+        return {"name": body.name}, 201
+
+    @messaging.get("/probe/listed")
+    def msg_listed(path: OrgPath, query: ProbeListQuery) -> dict[str, object]:
+        return {"limit": query.limit}
 
     members = APIBlueprint("probe_mem", __name__, url_prefix="/v1/members/organizations/<organization_id>")
     auth.protect(members)

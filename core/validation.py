@@ -6,11 +6,13 @@ field (``name: Field required``), rendered in the format of the area the request
 
 from __future__ import annotations
 
-from datetime import date
-from typing import Any, ClassVar, Self
+import re
+from datetime import date, datetime
+from types import UnionType
+from typing import Annotated, Any, ClassVar, Self, Union, get_args, get_origin
 
 from flask import Response
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator, model_validator
 
 from core.errors import ApiError, error_response
 
@@ -52,6 +54,26 @@ def find_unstorable_text(value: Any, depth: int = 0) -> str | None:
     return None
 
 
+_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+
+
+def _is_number(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int | float) or (
+        isinstance(value, str) and bool(_NUMBER.fullmatch(value.strip()))
+    )
+
+
+def _scalar_kinds(annotation: Any) -> set[Any]:
+    """The plain types an annotation admits, ``None`` left out (``datetime | None`` -> {datetime})."""
+    if get_origin(annotation) in (Union, UnionType):
+        return {kind for arg in get_args(annotation) for kind in _scalar_kinds(arg)}
+    if get_origin(annotation) is Annotated:
+        return _scalar_kinds(get_args(annotation)[0])
+    return set() if annotation is type(None) else {annotation}
+
+
 class RequestModel(BaseModel):
     """Base of every request body and query model."""
 
@@ -78,14 +100,26 @@ class RequestModel(BaseModel):
             raise ValueError(f"must be a date between the years {MIN_YEAR} and {MAX_YEAR}")
         return value
 
+    # Query strings carry every value as text, so query models read "true"/"1" as booleans; JSON bodies
+    # have real booleans and must use them.
+    lax_booleans: ClassVar[bool] = False
+
     @field_validator("*", mode="before")
     @classmethod
-    def _clean_text(cls, value: Any) -> Any:
+    def _edge_rules(cls, value: Any, info: ValidationInfo) -> Any:
         # NUL cannot be stored in PostgreSQL text and a lone surrogate cannot be encoded as UTF-8: refuse
         # both at the edge, naming the field, wherever they hide (nested objects and lists included).
         problem = find_unstorable_text(value)
         if problem:
             raise ValueError(problem)
+        field = cls.model_fields.get(info.field_name or "")
+        kinds = _scalar_kinds(field.annotation) if field is not None else set()
+        if kinds & {datetime, date} and _is_number(value):
+            # pydantic would read 0 as 1970-01-01 and 0.5 as half a second past it: a client that sends a
+            # number meant something else, so say what is expected.
+            raise ValueError("must be an ISO 8601 date or date-time, not a number")
+        if kinds == {bool} and not cls.lax_booleans and value is not None and not isinstance(value, bool):
+            raise ValueError("must be true or false")
         return value
 
     def sent_fields(self) -> dict[str, Any]:
@@ -98,6 +132,7 @@ class QueryModel(RequestModel):
     misspelt filter never silently returns everything."""
 
     model_config = ConfigDict(str_strip_whitespace=True, extra="forbid", allow_inf_nan=False)
+    lax_booleans: ClassVar[bool] = True
 
 
 def describe_validation_error(error: ValidationError) -> tuple[str, str | None]:

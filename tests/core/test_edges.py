@@ -88,3 +88,27 @@ def test_the_server_refuses_oversize_request_lines_and_headers_in_json(server: i
         assert response.getheader("Content-Type") == "application/json"
         assert json.loads(response.read())["statusCode"] == status
         connection.close()
+
+
+def test_numbers_are_no_dates_and_bodies_use_real_booleans() -> None:
+    from datetime import datetime
+
+    from pydantic import ValidationError
+
+    from core.validation import QueryModel, RequestModel
+
+    class Window(QueryModel):
+        until: datetime | None = None
+        unread: bool | None = None
+
+    class Body(RequestModel):
+        split: bool = True
+
+    for number in ("0", "0.5", "1700000000"):
+        with pytest.raises(ValidationError, match="ISO 8601"):
+            Window.model_validate({"until": number})
+    assert Window.model_validate({"until": "2026-11-23T10:00:00Z", "unread": "true"}).unread is True
+    for wrong in ("yes", 1, "true"):
+        with pytest.raises(ValidationError, match="true or false"):
+            Body.model_validate({"split": wrong})
+    assert Body.model_validate({"split": False}).split is False

@@ -7,7 +7,7 @@ HOST   ?= 127.0.0.1
 PORT   ?= 5000
 PYTEST_ARGS ?=
 
-.PHONY: run test lint bench fuzz setup seed clean
+.PHONY: run test lint bench fuzz setup seed clean assets translations
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -22,7 +22,25 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@ $(VENV)/.installed
 
-setup: $(VENV)/.installed
+## Front-end libraries from npm (package-lock.json) copied into the ignored static/vendor/: no CDN at run time
+VENDOR := static/vendor
+$(VENDOR)/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	rm -rf $(VENDOR) && mkdir -p $(VENDOR)/bootstrap $(VENDOR)/bootstrap-icons
+	cp node_modules/htmx.org/dist/htmx.min.js $(VENDOR)/
+	cp node_modules/socket.io-client/dist/socket.io.min.js $(VENDOR)/
+	cp node_modules/bootstrap/dist/css/bootstrap.min.css node_modules/bootstrap/dist/js/bootstrap.bundle.min.js $(VENDOR)/bootstrap/
+	cp -r node_modules/bootstrap-icons/font/bootstrap-icons.min.css node_modules/bootstrap-icons/font/fonts $(VENDOR)/bootstrap-icons/
+	cp node_modules/axe-core/axe.min.js $(VENDOR)/
+	touch $@
+
+assets: $(VENDOR)/.installed
+
+## Compiled message catalogues (Spanish, English) from the committed .po files
+translations: $(VENV)/.installed
+	$(BIN)/pybabel compile --quiet -d translations -f
+
+setup: $(VENV)/.installed assets translations
 	$(FLASK) setup
 
 seed: setup
@@ -33,7 +51,7 @@ run: seed
 	$(FLASK) serve --host $(HOST) --port $(PORT)
 
 ## Install what the tests need and run them (SQLite; set TEST_DATABASE_URL for PostgreSQL)
-test: $(VENV)/.installed-dev
+test: $(VENV)/.installed-dev assets translations
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed-dev
@@ -48,4 +66,4 @@ bench: $(VENV)/.installed-dev
 	$(BIN)/python -m bench
 
 clean:
-	rm -rf $(VENV) instance
+	rm -rf $(VENV) instance node_modules $(VENDOR)

@@ -13,7 +13,7 @@ import logging
 from types import ModuleType
 from typing import Any
 
-from flask import Flask, Response, jsonify, redirect
+from flask import Flask, Response, jsonify, redirect, url_for
 from flask_migrate import Migrate
 from werkzeug.middleware.dispatcher import DispatcherMiddleware
 
@@ -100,8 +100,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         for command in module.COMMANDS:
             live.cli.add_command(uow.command(command))
 
-    @live.get("/", doc_ui=False)
-    def index() -> Response:
-        return redirect("/docs/")
+    for environment_app_ in (live, sandbox):
+        # The desk's front door in each environment: the pages send a signed-out visitor to sign in.
+        environment_app_.add_url_rule("/", "index", lambda: redirect(url_for("desk.home")))
 
     return live

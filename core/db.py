@@ -84,14 +84,28 @@ def isoformat(value: datetime | None) -> str | None:
     return value.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def _is_sqlite(dbapi_connection: Any) -> bool:
+    return type(dbapi_connection).__module__.startswith("sqlite3")
+
+
 @event.listens_for(Engine, "connect")
 def _sqlite_pragmas(dbapi_connection: Any, connection_record: Any) -> None:
     """WAL lets readers work while one writer commits; SQLite leaves foreign keys off unless asked."""
-    module = type(dbapi_connection).__module__
-    if not module.startswith("sqlite3"):
+    if not _is_sqlite(dbapi_connection):
         return
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA busy_timeout=5000")
     cursor.close()
+
+
+@event.listens_for(Engine, "savepoint")
+def _sqlite_savepoint_inside_a_transaction(connection: Any, name: str) -> None:
+    """pysqlite opens a transaction only before a data change: a SAVEPOINT taken before any write would
+    itself be the transaction, and its RELEASE a silent early commit of the unit of work. Open the
+    transaction first. (Reads keep running outside one, so concurrent read-then-write units still wait
+    on busy_timeout instead of failing on a stale snapshot.)"""
+    dbapi_connection = connection.connection.dbapi_connection
+    if _is_sqlite(dbapi_connection) and not dbapi_connection.in_transaction:
+        dbapi_connection.execute("BEGIN")

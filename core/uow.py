@@ -45,6 +45,8 @@ CHECKPOINTS: dict[str, str] = {
     "send.pending": "an outbound message is stored as pending before the provider is called, so a crash "
     "between the provider's answer and our commit can be reconciled instead of sending twice",
     "send.accepted": "the provider's acceptance is stored before statuses that raced it are applied",
+    "send.refused": "a provider's refusal is stored (the message kept as failed, with the reason) before the "
+    "error is answered, so the request's rollback cannot erase what was sent to the provider",
     "idempotency.claim": "an Idempotency-Key is reserved before the work so a concurrent duplicate sees it",
     "idempotency.release": "a claimed key is released or answered even though the work itself failed",
     "webhook.item": "each item of a provider delivery is stored on its own, so one bad item never "
@@ -74,15 +76,24 @@ def _after_execute(state: ORMExecuteState) -> None:
             _mark(state.session)
 
 
+_DELIVERING = "agentdesk.delivering"
+
+
 @event.listens_for(Session, "after_commit")
 def _after_commit(session: Session) -> None:
     session.info.pop(_WROTE, None)
     callbacks = session.info.pop(_AFTER_COMMIT, None) or ()
-    for callback in callbacks:
-        try:
-            callback()
-        except Exception:  # one failing follower must not keep the others from running
-            log.exception("after-commit callback %r failed", callback)
+    # Followers often read (which opens a new transaction); what they enqueue in turn must still go out
+    # now, not wait for a commit that may never come.
+    session.info[_DELIVERING] = True
+    try:
+        for callback in callbacks:
+            try:
+                callback()
+            except Exception:  # one failing follower must not keep the others from running
+                log.exception("after-commit callback %r failed", callback)
+    finally:
+        session.info.pop(_DELIVERING, None)
 
 
 @event.listens_for(Session, "after_soft_rollback")
@@ -110,7 +121,10 @@ def after_commit(callback: Callable[[], Any]) -> Any:
     Outside a transaction (no app context, or called from another after-commit callback) it runs now and
     its result is returned.
     """
-    if not has_app_context() or not db.session().in_transaction():
+    if not has_app_context():
+        return callback()
+    session = db.session()
+    if session.info.get(_DELIVERING) or not session.in_transaction():
         return callback()
     db.session().info.setdefault(_AFTER_COMMIT, []).append(callback)
     return None

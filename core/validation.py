@@ -83,6 +83,15 @@ class RequestModel(BaseModel):
     not_null: ClassVar[tuple[str, ...]] = ()
 
     @model_validator(mode="after")
+    def _extra_keys_storable(self) -> Self:
+        # Models that keep unknown keys (``extra="allow"``) hold the client's own values: same edge rule.
+        for key, value in (self.model_extra or {}).items():
+            problem = unstorable_reason(key) or find_unstorable_text(value)
+            if problem:
+                raise ValueError(f"{key}: {problem}")
+        return self
+
+    @model_validator(mode="after")
     def _sent_fields_not_null(self) -> Self:
         for name in self.not_null:
             if name in self.model_fields_set and getattr(self, name) is None:

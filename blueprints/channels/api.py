@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask_openapi3 import APIBlueprint, Tag
 
 from blueprints.channels import services
-from blueprints.channels.schemas import AddressList, OrgPath
+from blueprints.channels.schemas import AddressList, AddressOut, OrgPath
 from core import auth
 from core.openapi import API_KEY_ONLY, PlainError, error_responses
 
@@ -25,4 +25,4 @@ auth.protect(api)
 @api.get("/addresses", responses={200: AddressList})
 def list_addresses(path: OrgPath) -> list[dict[str, object]]:
     """List the organization addresses; `status` `connected` or `active` can send."""
-    return [services.serialize_address(a) for a in services.list_addresses(auth.current_organization_id())]
+    return [AddressOut.dump(a) for a in services.list_addresses(auth.current_organization_id())]

@@ -14,6 +14,7 @@ from flask.cli import AppGroup
 from blueprints.channels import services
 from blueprints.channels.models import PROVIDERS, SERVICES
 from blueprints.channels.providers import uses_simulator
+from blueprints.channels.schemas import AddressOut
 from core.environments import ENVIRONMENTS, LIVE, in_environment
 from core.errors import ApiError
 
@@ -80,7 +81,7 @@ def connect(
                 record = services.connect_address(organization_id, connection)
             except ApiError as error:
                 raise click.ClickException(f"{name}: {error.message}") from None
-            result = services.serialize_address(record)
+            result = AddressOut.dump(record)
     result["environments"] = environments
     if as_json:
         click.echo(json.dumps(result))
@@ -101,7 +102,7 @@ def list_command(org_id: str, environment: str, as_json: bool) -> None:
     organization_id = _organization_id(org_id)
     app = current_app._get_current_object()  # type: ignore[attr-defined]
     with in_environment(app, environment):
-        rows = [services.serialize_address(a) for a in services.list_addresses(organization_id)]
+        rows = [AddressOut.dump(a) for a in services.list_addresses(organization_id)]
     if as_json:
         click.echo(json.dumps(rows))
     else:

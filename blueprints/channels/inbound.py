@@ -1,8 +1,13 @@
-"""Meta webhook payloads -> plain events the messaging area stores.
+"""Meta webhook payloads -> plain events, handed to whoever stores them.
 
 Every entry, change, message and status of a delivery is read (Chatwoot read only the first of each).
 Nothing here touches the database: the parsing is pure so it can be tested on its own and reused by
 the simulator, which speaks the same payloads.
+
+Inbound events flow one way: channels parse them and hand them over through the :data:`inbound_events`
+hook; the messaging area connects the receiver that stores them (channels never import messaging). A
+delivery is handed over one item (one ``entry`` of Meta's payload) at a time, and the receiver makes
+each item durable on its own, so one bad item never drops the good ones of its batch.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from core.hooks import hook
 from core.phones import InvalidPhoneNumber, normalize_phone
 
 log = logging.getLogger(__name__)
@@ -71,6 +77,65 @@ Event = InboundMessage | StatusUpdate | WatermarkUpdate
 class ParsedDelivery:
     events: list[Event] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)
+    # ``events`` cut into the delivery's items (one per ``entry``), in order; each item is stored on its own
+    items: list[list[Event]] = field(default_factory=list)
+
+
+@dataclass
+class DeliveryReport:
+    """What the receiver did with the events handed over (the webhook's answer reports it)."""
+
+    messages_created: int = 0
+    duplicates: int = 0
+    statuses_applied: int = 0
+    statuses_waiting: int = 0
+    unknown_addresses: set[tuple[str, str]] = field(default_factory=set)
+
+    def add(self, other: DeliveryReport) -> None:
+        self.messages_created += other.messages_created
+        self.duplicates += other.duplicates
+        self.statuses_applied += other.statuses_applied
+        self.statuses_waiting += other.statuses_waiting
+        self.unknown_addresses |= other.unknown_addresses
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "messages_created": self.messages_created,
+            "duplicates": self.duplicates,
+            "statuses_applied": self.statuses_applied,
+            "statuses_waiting": self.statuses_waiting,
+            "unknown_addresses": sorted(f"{s}:{a}" for s, a in self.unknown_addresses),
+        }
+
+
+inbound_events = hook(
+    "channels.inbound_events",
+    "fn(events: list[Event]) -> DeliveryReport: store one item of a provider delivery and make it durable",
+)
+
+
+def hand_over(events: list[Event]) -> DeliveryReport:
+    """Give one item's events to the receivers (the messaging area) and sum what they report."""
+    report = DeliveryReport()
+    if not events:
+        return report
+    answers = inbound_events.answers(events=events)
+    if not answers:
+        # nothing would store them: fail, so the provider delivers them again once a receiver is connected
+        raise RuntimeError(
+            f"no receiver is connected to {inbound_events.name}: {len(events)} events not stored"
+        )
+    for answer in answers:
+        if isinstance(answer, DeliveryReport):
+            report.add(answer)
+    return report
+
+
+def hand_over_delivery(parsed: ParsedDelivery) -> DeliveryReport:
+    report = DeliveryReport()
+    for item in parsed.items:
+        report.add(hand_over(item))
+    return report
 
 
 def from_seconds(value: Any) -> datetime:
@@ -106,6 +171,7 @@ def parse(payload: Any) -> ParsedDelivery:
         parsed.ignored.append(f"object {payload.get('object')!r}")
         return parsed
     for entry in _list(payload.get("entry")):
+        first = len(parsed.events)
         if service == "whatsapp":
             for change in _list(entry.get("changes")):
                 _whatsapp_change(change, parsed)
@@ -113,6 +179,8 @@ def parse(payload: Any) -> ParsedDelivery:
             page_id = str(entry.get("id", ""))
             for item in _list(entry.get("messaging")):
                 _messaging_item(service, page_id, item, parsed)
+        if len(parsed.events) > first:
+            parsed.items.append(parsed.events[first:])
     return parsed
 
 

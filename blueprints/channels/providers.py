@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from blueprints.channels.models import OrganizationAddress
-from core.demo import DEMO_ORGANIZATION_ID
 from core.environments import SANDBOX, current_environment
 
 # Meta codes grouped by what the desk does about them (meta.md §1.7, §5.1).
@@ -151,12 +150,9 @@ class Provider(Protocol):
 
 
 def uses_simulator(address: OrganizationAddress) -> bool:
-    """The sandbox and the demo organization never reach Meta, whatever the address says."""
-    return (
-        address.provider == "simulator"
-        or current_environment() == SANDBOX
-        or address.organization_id == DEMO_ORGANIZATION_ID
-    )
+    """The sandbox never reaches Meta, whatever the address says; elsewhere the address's provider
+    decides, for every organization alike (the demo organization's number is a simulator address)."""
+    return address.provider == "simulator" or current_environment() == SANDBOX
 
 
 def provider_for(address: OrganizationAddress) -> Provider:

@@ -8,9 +8,16 @@ from dataclasses import dataclass
 from sqlalchemy import select
 
 from blueprints.channels.crypto import encrypt_token
-from blueprints.channels.models import ADDRESS_STATUSES, PROVIDERS, SERVICES, OrganizationAddress
+from blueprints.channels.models import (
+    ADDRESS_STATUSES,
+    PROVIDERS,
+    SENDABLE_STATUSES,
+    SERVICES,
+    OrganizationAddress,
+)
+from blueprints.channels.schemas import AddressOut
 from blueprints.organizations.models import Organization
-from core.db import db, isoformat
+from core.db import db
 from core.errors import ApiError
 from core.events import publish
 from core.phones import InvalidPhoneNumber, normalize_phone
@@ -77,8 +84,7 @@ def connect_address(organization_id: uuid.UUID, connection: Connection) -> Organ
     if existing is None:
         db.session.add(record)
     db.session.flush()
-    publish("organization_address.connected", organization_id, serialize_address(record))
-    db.session.commit()
+    publish("organization_address.connected", organization_id, AddressOut.dump(record))
     return record
 
 
@@ -111,20 +117,16 @@ def addresses_by_provider_id(keys: set[tuple[str, str]]) -> dict[tuple[str, str]
     return {(row.service, row.address): row for row in rows if (row.service, row.address) in keys}
 
 
-def serialize_address(address: OrganizationAddress) -> dict[str, object]:
-    extra = address.extra or {}
-    return {
-        "organization_id": str(address.organization_id),
-        "service": address.service,
-        "address": address.address,
-        "extra": {
-            "phone_number": extra.get("phone_number"),
-            "verified_name": extra.get("verified_name"),
-            "waba_id": extra.get("waba_id"),
-        },
-        "status": address.status,
-        "provider": address.provider,
-        "has_access_token": address.has_access_token,
-        "created_at": isoformat(address.created_at),
-        "updated_at": isoformat(address.updated_at),
-    }
+def connected_services(organization_id: uuid.UUID) -> list[str]:
+    """The services (``whatsapp``, ``instagram``, ``messenger``) with an address that can send."""
+    return list(
+        db.session.scalars(
+            select(OrganizationAddress.service)
+            .where(
+                OrganizationAddress.organization_id == organization_id,
+                OrganizationAddress.status.in_(SENDABLE_STATUSES),
+            )
+            .distinct()
+            .order_by(OrganizationAddress.service)
+        )
+    )

@@ -13,7 +13,8 @@ suffixes below triggers a documented behaviour (docs/channels.md lists them):
 
 Every other recipient is accepted and advanced ``sent`` -> ``delivered`` -> ``read`` over a few seconds
 through the job queue (at once when jobs run inline). Statuses go through the same ingestion as Meta's
-webhooks, so the simulator exercises the real rules (ordering, deduplication, realtime events).
+webhooks (handed over through ``inbound.inbound_events``), so the simulator exercises the real rules
+(ordering, deduplication, realtime events).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from blueprints.channels.inbound import InboundMessage, StatusUpdate
+from blueprints.channels.inbound import InboundMessage, StatusUpdate, hand_over, whatsapp_contact_address
 from blueprints.channels.models import OrganizationAddress
 from blueprints.channels.providers import OutboundMessage, ProviderError, SendResult, Template
 from core import jobs
@@ -170,9 +171,7 @@ class SimulatorProvider:
 def simulated_status(
     service: str, organization_address: str, external_id: str, status: str, error: dict[str, Any] | None
 ) -> None:
-    from blueprints.messaging.services import ingest_events
-
-    ingest_events([StatusUpdate(service, organization_address, external_id, status, utcnow(), error)])
+    hand_over([StatusUpdate(service, organization_address, external_id, status, utcnow(), error)])
 
 
 @jobs.job(retries=2, retry_delay=2)
@@ -184,13 +183,10 @@ def simulate_inbound(
     service: str, organization_address: str, contact: str, text: str, name: str | None = None
 ) -> None:
     """An inbound text from ``contact``, stored exactly as a webhook delivery would be."""
-    from blueprints.channels.inbound import whatsapp_contact_address
-    from blueprints.messaging.services import ingest_events
-
     contact_address = whatsapp_contact_address(contact) if service == "whatsapp" else contact
     provider_id = _digits(contact) if service == "whatsapp" else contact
     prefix = "wamid.SIMIN" if service == "whatsapp" else "m_simin"
-    ingest_events(
+    hand_over(
         [
             InboundMessage(
                 service=service,

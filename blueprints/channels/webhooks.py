@@ -4,8 +4,10 @@ Messenger.
 A delivery is checked before anything is parsed or stored: ``X-Hub-Signature-256`` must be the
 HMAC-SHA256 of the raw body with ``META_APP_SECRET`` (constant-time comparison); a bad or missing
 signature is 401 and stores nothing, and with no secret configured every delivery is refused. Then
-every entry, change, message and status is stored in one transaction, and 200 is answered only after the
-commit, so Meta redelivers anything we failed to keep.
+every entry, change, message and status is handed to the receiver of ``inbound.inbound_events`` (the
+messaging area), one item (entry) at a time; each item is durable before the next is handed over, and 200
+is answered only after the last one, so Meta redelivers anything we failed to keep (items already stored
+are then counted as duplicates).
 """
 
 from __future__ import annotations
@@ -69,7 +71,5 @@ def receive() -> Response:
     parsed = inbound.parse(payload)
     if parsed.ignored:
         log.info("Meta webhook: ignored %s", parsed.ignored)
-    from blueprints.messaging.services import ingest_events
-
-    result = ingest_events(parsed.events)
-    return jsonify({"received": True, **result.as_dict(), "ignored": len(parsed.ignored)})
+    report = inbound.hand_over_delivery(parsed)
+    return jsonify({"received": True, **report.as_dict(), "ignored": len(parsed.ignored)})

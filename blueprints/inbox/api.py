@@ -25,6 +25,7 @@ from blueprints.inbox.schemas import (
     ConversationPatch,
     ConversationPath,
     DeletedOut,
+    EnrichedLabel,
     EnrichedLabels,
     EventsQuery,
     FlowIn,
@@ -32,6 +33,7 @@ from blueprints.inbox.schemas import (
     FlowOut,
     FlowPatch,
     FlowPath,
+    LabelDeletedOut,
     LabelIn,
     LabelList,
     LabelOut,
@@ -47,6 +49,7 @@ from blueprints.inbox.schemas import (
 )
 from blueprints.inbox.services import assignment, broadcasts, conversations, labels, notes
 from blueprints.inbox.services.common import as_uuid
+from blueprints.messaging.schemas import MessageOut
 from core import auth
 from core.errors import ACCESS_DENIED, ApiError
 from core.openapi import API_KEY_ONLY, PlainError, error_responses
@@ -71,56 +74,115 @@ def _org() -> Any:
     return auth.current_organization_id()
 
 
+def _actor() -> str:
+    return auth.current_actor()
+
+
+def _deleted(identifier: object) -> dict[str, Any]:
+    return DeletedOut(id=str(identifier), deleted=True).model_dump()
+
+
 @api.get("/conversations", responses={200: ConversationListOut})
 def list_conversations(path: OrgPath, query: ConversationListQuery) -> dict[str, Any]:
     """Conversations matching every filter given: `{data, total, skip, take}`."""
-    return conversations.list_conversations(_org(), query)
+    found = conversations.list_conversations(
+        _org(),
+        conversations.ConversationFilter(
+            search=query.search,
+            status=query.status,
+            contact_id=query.contact_id,
+            services=query.services,
+            labels=query.label_names,
+            no_labels=query.no_labels,
+            assigned_member_id=query.assigned_member_id,
+            organization_address=query.organization_address,
+            since=query.since,
+            until=query.until,
+            date_field=query.date_field,
+            order_by=query.order_by,
+            order=query.order,
+            broadcast_id=query.broadcast_id,
+            is_broadcast=query.is_broadcast,
+            crm_contact_id=query.crm_contact_id,
+            skip=query.skip,
+            take=query.take,
+            include_messages=query.include_messages,
+        ),
+    )
+    data = []
+    for conversation in found.items:
+        item = ConversationOut.dump(conversation)
+        if query.include_messages:
+            item["messages"] = [MessageOut.dump(m) for m in found.messages.get(conversation.id, [])]
+        data.append(item)
+    return {"data": data, "total": found.total, "skip": query.skip, "take": query.take}
 
 
 @api.patch("/conversations/<conversation_id>", responses={200: ConversationOut, 409: PlainError})
 def update_conversation(path: ConversationPath, body: ConversationPatch) -> dict[str, Any]:
     """Change `name`, `status` and `extra` (merged: only the fields sent change)."""
-    return conversations.update_conversation(_org(), path.conversation_id, body)
+    sent = body.model_fields_set
+    conversation = conversations.update_conversation(
+        _org(),
+        path.conversation_id,
+        actor=_actor(),
+        name=body.name if "name" in sent else conversations.UNSET,
+        status=body.status if "status" in sent else conversations.UNSET,
+        extra=body.extra.sent_fields() if body.extra is not None else None,
+    )
+    return ConversationOut.dump(conversation)
 
 
 @api.delete("/conversations/<conversation_id>", responses={200: DeletedOut, 409: PlainError})
 def delete_conversation(path: ConversationPath) -> dict[str, Any]:
     """Delete with messages, notes and audit trail; 409 while a deal or ticket links it."""
-    return conversations.delete_conversation(_org(), path.conversation_id)
+    return _deleted(conversations.delete_conversation(_org(), path.conversation_id))
 
 
 @api.post("/conversations/<conversation_id>/assign-team", responses={200: AssignTeamOut})
 def assign_team(path: ConversationPath, body: AssignTeamIn) -> dict[str, Any]:
     """Assign a team, then an available member of it (none available: the team keeps it waiting)."""
-    return assignment.assign_team(_org(), path.conversation_id, body.team_id, body.team_name)
+    conversation, member_id = assignment.assign_team(
+        _org(), path.conversation_id, body.team_id, body.team_name, actor=_actor()
+    )
+    return {"conversation": ConversationOut.dump(conversation), "assigned_member_id": member_id}
 
 
 @api.post("/conversations/<conversation_id>/notes", responses={201: NoteOut})
 def add_note(path: ConversationPath, body: NoteIn) -> tuple[dict[str, Any], int]:
     """An internal note: never sent to the contact."""
-    return notes.add_note(_org(), path.conversation_id, body), 201
+    if as_uuid(body.organization_id) != _org():
+        # the same answer as the members endpoint gives for this body field
+        raise ApiError(400, "organization_id: must be the organization of the path", param="organization_id")
+    note = notes.add_note(
+        _org(), path.conversation_id, body.content, member_id=body.member_id, actor=body.actor
+    )
+    return NoteOut.dump(note), 201
 
 
 @api.get("/conversations/<conversation_id>/notes", responses={200: NoteList})
 def list_notes(path: ConversationPath) -> dict[str, Any]:
-    return notes.list_notes(_org(), path.conversation_id)
+    found = notes.list_notes(_org(), path.conversation_id)
+    return {"data": [NoteOut.dump(n) for n in found], "total": len(found)}
 
 
 @api.delete("/conversations/<conversation_id>/notes/<note_id>", responses={200: DeletedOut})
 def delete_note(path: NotePath) -> dict[str, Any]:
-    return notes.delete_note(_org(), path.conversation_id, path.note_id)
+    notes.delete_note(_org(), path.conversation_id, path.note_id)
+    return _deleted(path.note_id)
 
 
 @api.get("/conversations/<conversation_id>/events", responses={200: AuditEventOut})
 def list_events(path: ConversationPath, query: EventsQuery) -> list[dict[str, Any]]:
     """The audit trail, oldest first; `types` filters (comma-separated)."""
-    return notes.list_events(_org(), path.conversation_id, query.type_list)
+    return [AuditEventOut.dump(e) for e in notes.list_events(_org(), path.conversation_id, query.type_list)]
 
 
 @api.get("/conversations/<conversation_id>/labels/enriched", responses={200: EnrichedLabels})
 def enriched_labels(path: ConversationPath) -> dict[str, Any]:
     """Every label of the organization with `isApplied` and the flows it triggers or interrupts."""
-    return labels.enriched_labels(_org(), path.conversation_id)
+    found = labels.enriched_labels(_org(), path.conversation_id)
+    return {"labels": [EnrichedLabel.dump(label) for label in found]}
 
 
 @api.get("/conversations/addresses-by-label", responses={200: AddressesOut})
@@ -128,87 +190,126 @@ def addresses_by_label(path: OrgPath, query: AddressesByLabelQuery) -> dict[str,
     """Contact addresses of the conversations that carry `label`."""
     if as_uuid(query.organization_id) != _org():
         raise ApiError(403, ACCESS_DENIED)
-    return labels.addresses_by_label(_org(), query.label)
+    return {"addresses": labels.addresses_by_label(_org(), query.label)}
 
 
 @api.get("/labels", responses={200: LabelList})
 def list_labels(path: OrgPath) -> dict[str, Any]:
-    return labels.list_labels(_org())
+    found = labels.list_labels(_org())
+    return {"data": [LabelOut.dump(label) for label in found], "total": len(found)}
 
 
 @api.post("/labels", responses={201: LabelOut, 409: PlainError})
 def create_label(path: OrgPath, body: LabelIn) -> tuple[dict[str, Any], int]:
-    return labels.create_label(_org(), body), 201
+    label = labels.create_label(
+        _org(), body.name, source=body.source, color=body.color, description=body.description
+    )
+    return LabelOut.dump(label), 201
 
 
 @api.patch("/labels/<label_id>", responses={200: LabelOut, 409: PlainError})
 def update_label(path: LabelPath, body: LabelPatch) -> dict[str, Any]:
     """Renaming a label renames it on every conversation that carries it."""
-    return labels.update_label(_org(), path.label_id, body)
+    return LabelOut.dump(labels.update_label(_org(), path.label_id, body.sent_fields()))
 
 
-@api.delete("/labels/<label_id>", responses={200: DeletedOut})
+@api.delete("/labels/<label_id>", responses={200: LabelDeletedOut})
 def delete_label(path: LabelPath) -> dict[str, Any]:
     """Removes the label from the catalogue and from every conversation."""
-    return labels.delete_label(_org(), path.label_id)
+    updated = labels.delete_label(_org(), path.label_id)
+    return LabelDeletedOut(id=path.label_id, deleted=True, conversations_updated=updated).model_dump()
 
 
 @api.get("/flows", responses={200: FlowList})
 def list_flows(path: OrgPath) -> dict[str, Any]:
-    return labels.list_flows(_org())
+    found = labels.list_flows(_org())
+    return {"data": [FlowOut.dump(f) for f in found], "total": len(found)}
 
 
 @api.post("/flows", responses={201: FlowOut})
 def create_flow(path: OrgPath, body: FlowIn) -> tuple[dict[str, Any], int]:
     """An automation sequence started by its trigger labels and stopped by its interrupt labels."""
-    return labels.create_flow(_org(), body), 201
+    flow = labels.create_flow(
+        _org(),
+        body.name,
+        status=body.status,
+        trigger_labels=body.trigger_labels,
+        interrupt_labels=body.interrupt_labels,
+        member_id=body.member_id,
+        steps=body.steps,
+    )
+    return FlowOut.dump(flow), 201
 
 
 @api.get("/flows/<flow_id>", responses={200: FlowOut})
 def get_flow(path: FlowPath) -> dict[str, Any]:
-    return labels.get_flow(_org(), path.flow_id)
+    return FlowOut.dump(labels.get_flow(_org(), path.flow_id))
 
 
 @api.patch("/flows/<flow_id>", responses={200: FlowOut})
 def update_flow(path: FlowPath, body: FlowPatch) -> dict[str, Any]:
-    return labels.update_flow(_org(), path.flow_id, body)
+    return FlowOut.dump(labels.update_flow(_org(), path.flow_id, body.sent_fields()))
 
 
 @api.delete("/flows/<flow_id>", responses={200: DeletedOut})
 def delete_flow(path: FlowPath) -> dict[str, Any]:
-    return labels.delete_flow(_org(), path.flow_id)
+    labels.delete_flow(_org(), path.flow_id)
+    return _deleted(path.flow_id)
 
 
 @api.get("/addresses/<address>/routing", responses={200: RoutingOut})
 def get_routing(path: AddressPath) -> dict[str, Any]:
     """Where new and reactivated conversations of this address go."""
-    return assignment.get_routing(_org(), path.address)
+    return RoutingOut.dump(assignment.get_routing(_org(), path.address))
 
 
 @api.put("/addresses/<address>/routing", responses={200: RoutingOut})
 def set_routing(path: AddressPath, body: RoutingIn) -> dict[str, Any]:
     """`target` team (with `team_id`), member (with `member_id`, e.g. an AI agent) or none."""
-    return assignment.set_routing(_org(), path.address, body.target, body.team_id, body.member_id)
+    routing = assignment.set_routing(_org(), path.address, body.target, body.team_id, body.member_id)
+    return RoutingOut.dump(routing)
 
 
 @api.post("/broadcasts", responses={201: BroadcastOut, 409: PlainError})
 def create_broadcast(path: OrgPath, body: BroadcastIn) -> tuple[dict[str, Any], int]:
     """Send an approved template to up to 1,000 recipients in the background, paced per number."""
-    return broadcasts.create_broadcast(_org(), body, created_by="api"), 201
+    spec = broadcasts.BroadcastSpec(
+        name=body.name,
+        organization_address=body.organization_address,
+        meta_template_id=body.meta_template_id,
+        components=[c.model_dump(exclude_none=True) for c in body.components],
+        recipients=[
+            broadcasts.Recipient(
+                to=r.to,
+                components=[c.model_dump(exclude_none=True) for c in r.components]
+                if r.components is not None
+                else None,
+            )
+            for r in body.recipients
+        ],
+        rate_per_second=body.rate_per_second,
+    )
+    return BroadcastOut.dump(broadcasts.create_broadcast(_org(), spec, created_by=_actor())), 201
 
 
 @api.get("/broadcasts", responses={200: BroadcastListOut})
 def list_broadcasts(path: OrgPath, query: BroadcastListQuery) -> dict[str, Any]:
-    return broadcasts.list_broadcasts(_org(), query)
+    page = broadcasts.list_broadcasts(_org(), status=query.status, skip=query.skip, take=query.take)
+    return {
+        "data": [BroadcastOut.dump_summary(b) for b in page.items],
+        "total": page.total,
+        "skip": query.skip,
+        "take": query.take,
+    }
 
 
 @api.get("/broadcasts/<broadcast_id>", responses={200: BroadcastOut})
 def get_broadcast(path: BroadcastPath) -> dict[str, Any]:
     """The broadcast with counts per state and every recipient's result."""
-    return broadcasts.get_broadcast(_org(), path.broadcast_id)
+    return BroadcastOut.dump(broadcasts.get_broadcast(_org(), path.broadcast_id))
 
 
 @api.post("/broadcasts/<broadcast_id>/cancel", responses={200: BroadcastOut, 409: PlainError})
 def cancel_broadcast(path: BroadcastPath) -> dict[str, Any]:
     """Stop sending: recipients still queued are canceled; those already sent stay sent."""
-    return broadcasts.cancel_broadcast(_org(), path.broadcast_id)
+    return BroadcastOut.dump(broadcasts.cancel_broadcast(_org(), path.broadcast_id))

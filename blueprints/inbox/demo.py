@@ -6,7 +6,6 @@ from __future__ import annotations
 from sqlalchemy import select
 
 from blueprints.inbox.models import ConversationNote, Flow, Label, RoutingRule
-from blueprints.inbox.schemas import ConversationPatch, FlowIn, LabelIn, NoteIn
 from blueprints.inbox.services import assignment, conversations, labels, notes
 from blueprints.members.models import Team
 from blueprints.messaging.demo import DEMO_PHONE_NUMBER_ID
@@ -23,16 +22,14 @@ def seed_inbox(environment: str) -> list[str]:
     known = set(db.session.scalars(select(Label.name_key).where(Label.organization_id == ORG)))
     for name, color in LABELS:
         if name not in known:
-            labels.create_label(ORG, LabelIn(name=name, color=color))
+            labels.create_label(ORG, name, color=color)
     if db.session.scalar(select(Flow.id).where(Flow.organization_id == ORG)) is None:
         labels.create_flow(
             ORG,
-            FlowIn(
-                name="Bienvenida VIP",
-                trigger_labels=["vip"],
-                interrupt_labels=["soporte"],
-                member_id="ai_demo_sofia",
-            ),
+            "Bienvenida VIP",
+            trigger_labels=["vip"],
+            interrupt_labels=["soporte"],
+            member_id="ai_demo_sofia",
         )
     team = db.session.scalar(select(Team).where(Team.organization_id == ORG, Team.name_key == "ventas"))
     has_rule = db.session.scalar(select(RoutingRule.id).where(RoutingRule.organization_id == ORG))
@@ -42,24 +39,15 @@ def seed_inbox(environment: str) -> list[str]:
         select(Conversation).where(Conversation.organization_id == ORG, Conversation.name == "Marco Díaz")
     )
     if marco is not None and marco.member_id is None:
-        conversations.update_conversation(
-            ORG,
-            str(marco.id),
-            ConversationPatch.model_validate({"extra": {"member_id": "mem_demo_ana", "labels": ["soporte"]}}),
-            actor="demo",
-        )
+        # the verbs a desk page would call
+        conversations.add_label(ORG, marco.id, "soporte", actor="demo")
+        conversations.assign(ORG, marco.id, "mem_demo_ana", actor="demo")
     if (
         marco is not None
         and db.session.scalar(select(ConversationNote.id).where(ConversationNote.conversation_id == marco.id))
         is None
     ):
         notes.add_note(
-            ORG,
-            str(marco.id),
-            NoteIn(
-                content="Cliente con eSIM nueva; revisar activación con el operador.",
-                organization_id=str(ORG),
-                actor="demo",
-            ),
+            ORG, marco.id, "Cliente con eSIM nueva; revisar activación con el operador.", actor="demo"
         )
     return []

@@ -3,12 +3,14 @@ flows, routing rules and broadcasts."""
 
 from __future__ import annotations
 
+import uuid
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from blueprints.messaging.schemas import ConversationOut
+from core.db import isoformat
 from core.pagination import SkipTakeQuery
 from core.validation import QueryModel, RequestModel
 
@@ -87,6 +89,11 @@ class ConversationListQuery(SkipTakeQuery):
 
 
 class ConversationExtraPatch(RequestModel):
+    """The spec's fields, validated; any other key is the client's own and is stored as sent (bounded in
+    ``blueprints/messaging/extra.py``)."""
+
+    model_config = ConfigDict(str_strip_whitespace=True, extra="allow", allow_inf_nan=False)
+
     member_id: str | None = None
     labels: list[str] | None = None
     archived: datetime | None = None
@@ -227,7 +234,27 @@ class BroadcastListQuery(SkipTakeQuery):
     status: Literal["sending", "completed", "canceled"] | None = None
 
 
-# Response shapes for the OpenAPI document (the services return plain dicts of these shapes).
+# Response shapes: each one feeds the OpenAPI document and serialises what the services return.
+class RowOut(BaseModel):
+    """A response read from an ORM row or a dataclass: ids as text, times as ISO 8601 with milliseconds and
+    ``Z`` (``core.db.isoformat``)."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _wire(cls, value: Any) -> Any:
+        if isinstance(value, uuid.UUID):
+            return str(value)
+        if isinstance(value, datetime):
+            return isoformat(value)
+        return value
+
+    @classmethod
+    def dump(cls, obj: Any, **options: Any) -> dict[str, Any]:
+        return cls.model_validate(obj, from_attributes=True).model_dump(mode="json", **options)
+
+
 class ConversationListItem(ConversationOut):
     messages: list[dict[str, Any]] | None = Field(
         None, description="with include_messages: the last N, oldest first"
@@ -241,7 +268,7 @@ class ConversationListOut(BaseModel):
     take: int
 
 
-class NoteOut(BaseModel):
+class NoteOut(RowOut):
     id: str
     conversation_id: str
     organization_id: str
@@ -253,18 +280,24 @@ class NoteOut(BaseModel):
 
 class NoteList(BaseModel):
     data: list[NoteOut]
+    total: int
 
 
-class AuditEventOut(BaseModel):
+class AuditEventOut(RowOut):
     id: str
     conversation_id: str
     type: str
     data: dict[str, Any]
     created_at: str
 
+    @field_validator("data", mode="before")
+    @classmethod
+    def _no_data(cls, value: Any) -> Any:
+        return {} if value is None else value
 
-class FlowRef(BaseModel):
-    flowId: str
+
+class FlowRef(RowOut):
+    flowId: str = Field(validation_alias=AliasChoices("flowId", "id"))
     name: str
     status: str
 
@@ -274,11 +307,27 @@ class Sequences(BaseModel):
     interrupts: list[FlowRef]
 
 
-class EnrichedLabel(BaseModel):
+class EnrichedLabel(RowOut):
     name: str
     source: str
-    isApplied: bool
+    isApplied: bool = Field(validation_alias=AliasChoices("isApplied", "applied"))
     sequences: Sequences
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_service(cls, value: Any) -> Any:
+        # the service's EnrichedLabel carries the flows flat; the response nests them under ``sequences``
+        if hasattr(value, "triggers"):
+            return {
+                "name": value.name,
+                "source": value.source,
+                "applied": value.applied,
+                "sequences": {
+                    "triggers": [FlowRef.dump(f) for f in value.triggers],
+                    "interrupts": [FlowRef.dump(f) for f in value.interrupts],
+                },
+            }
+        return value
 
 
 class EnrichedLabels(BaseModel):
@@ -289,7 +338,7 @@ class AddressesOut(BaseModel):
     addresses: list[str]
 
 
-class LabelOut(BaseModel):
+class LabelOut(RowOut):
     id: str
     name: str
     source: str
@@ -304,7 +353,7 @@ class LabelList(BaseModel):
     total: int
 
 
-class FlowOut(BaseModel):
+class FlowOut(RowOut):
     id: str
     name: str
     status: str
@@ -315,13 +364,18 @@ class FlowOut(BaseModel):
     created_at: str
     updated_at: str
 
+    @field_validator("trigger_labels", "interrupt_labels", "steps", mode="before")
+    @classmethod
+    def _no_list(cls, value: Any) -> Any:
+        return [] if value is None else value
+
 
 class FlowList(BaseModel):
     data: list[FlowOut]
     total: int
 
 
-class RoutingOut(BaseModel):
+class RoutingOut(RowOut):
     organization_address: str
     target: str
     team_id: str | None
@@ -338,7 +392,21 @@ class DeletedOut(BaseModel):
     deleted: bool
 
 
-class BroadcastOut(BaseModel):
+class LabelDeletedOut(DeletedOut):
+    conversations_updated: int
+
+
+class BroadcastRecipientOut(RowOut):
+    to: str = Field(validation_alias=AliasChoices("to", "contact_address"))
+    state: str
+    message_id: str | None
+    conversation_id: str | None
+    error: dict[str, Any] | None
+    attempted_at: str | None
+    finished_at: str | None
+
+
+class BroadcastOut(RowOut):
     id: str
     name: str | None
     organization_address: str
@@ -352,7 +420,14 @@ class BroadcastOut(BaseModel):
     created_at: str
     completed_at: str | None
     canceled_at: str | None
-    recipients: list[dict[str, Any]] | None = None
+    recipients: list[BroadcastRecipientOut] | None = Field(
+        None, description="every recipient's result (the single broadcast only)"
+    )
+
+    @classmethod
+    def dump_summary(cls, obj: Any) -> dict[str, Any]:
+        """The broadcast without its recipients (the list's items)."""
+        return cls.dump(obj, exclude={"recipients"})
 
 
 class BroadcastListOut(BaseModel):

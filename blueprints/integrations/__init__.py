@@ -66,18 +66,9 @@ def _crm_links(*, organization_id: uuid.UUID, conversation_id: str) -> list[str]
 
 
 def _connected_channels(*, organization_id: uuid.UUID) -> list[str]:
-    from blueprints.channels.models import SENDABLE_STATUSES, OrganizationAddress
+    from blueprints.channels.services import connected_services
 
-    return list(
-        db.session.scalars(
-            select(OrganizationAddress.service)
-            .where(
-                OrganizationAddress.organization_id == organization_id,
-                OrganizationAddress.status.in_(SENDABLE_STATUSES),
-            )
-            .distinct()
-        )
-    )
+    return connected_services(organization_id)
 
 
 def _active_counts(*, organization_id: uuid.UUID, member_ids: list[str]) -> dict[str, int]:

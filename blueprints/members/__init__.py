@@ -10,11 +10,11 @@ def init_app(app: Flask) -> None:
     from blueprints.members import realtime
     from blueprints.members.api import api
     from blueprints.members.messaging_api import api as messaging_api
-    from blueprints.members.services.presence import DEFAULT_GRACE_SECONDS
 
     # Seconds a member stays as it was after its last connection drops (see docs/members.md).
     app.config.setdefault(
-        "PRESENCE_GRACE_SECONDS", float(os.environ.get("PRESENCE_GRACE_SECONDS", DEFAULT_GRACE_SECONDS))
+        "PRESENCE_GRACE_SECONDS",
+        float(os.environ.get("PRESENCE_GRACE_SECONDS", realtime.DEFAULT_GRACE_SECONDS)),
     )
     app.register_api(api)  # type: ignore[attr-defined]
     app.register_api(messaging_api)  # type: ignore[attr-defined]

@@ -8,7 +8,7 @@ from typing import Any
 from flask import Response
 from flask_openapi3 import APIBlueprint, Tag
 
-from blueprints.members import serialize
+from blueprints.members.models import Team
 from blueprints.members.schemas import (
     AgentConfigOut,
     AgentConfigPatch,
@@ -52,7 +52,6 @@ from blueprints.members.schemas import (
 from blueprints.members.services import agents, presence, reasons, stats, teams
 from core import auth
 from core.auth import current_actor
-from core.errors import not_found
 from core.openapi import API_KEY_ONLY, PlainError, error_responses
 from core.pagination import SkipTakeQuery
 from core.timeutil import day_end, day_start, get_zone
@@ -73,14 +72,6 @@ auth.protect(api)
 
 def _org() -> uuid.UUID:
     return auth.current_organization_id()
-
-
-def _id(value: str, resource: str) -> uuid.UUID:
-    """A path id that is not a UUID names nothing: 404, like an unknown one."""
-    try:
-        return uuid.UUID(value)
-    except ValueError:
-        raise not_found(resource) from None
 
 
 def _csv(text: str, filename: str) -> Response:
@@ -113,23 +104,20 @@ def list_agents(path: OrgPath, query: AgentListQuery) -> dict[str, Any]:
         offset=query.offset,
         limit=query.limit,
     )
-    return {
-        "agents": [serialize.agent_summary(v) for v in page.items],
-        "total": page.total,
-        "page": query.page,
-        "limit": query.limit,
-    }
+    return AgentList.dump(
+        {"agents": page.items, "total": page.total, "page": query.page, "limit": query.limit}
+    )
 
 
 @api.get("/members/ai-agents/<agent_id>", tags=[TAG_AGENTS], responses={200: AgentDetail})
 def get_agent(path: AgentPath) -> dict[str, Any]:
-    return serialize.agent_detail(agents.get_agent(_org(), path.agent_id))
+    return AgentDetail.dump(agents.get_agent(_org(), path.agent_id))
 
 
 @api.get("/members/<agent_id>/agent-config", tags=[TAG_AGENTS], responses={200: AgentConfigOut})
 def get_agent_config(path: AgentPath) -> dict[str, Any]:
     """The configuration, with the chat parameters' defaults filled in."""
-    return serialize.agent_config(agents.get_config(_org(), path.agent_id), path.agent_id)
+    return AgentConfigOut.dump_config(agents.get_config(_org(), path.agent_id), path.agent_id)
 
 
 @api.post(
@@ -142,7 +130,7 @@ def replace_agent_config(path: AgentPath, body: AgentConfigReplace) -> tuple[dic
     config, created = agents.replace_config(
         _org(), path.agent_id, body.model_dump(exclude_unset=True), changed_by=current_actor()
     )
-    return serialize.agent_config(config, path.agent_id), 201 if created else 200
+    return AgentConfigOut.dump_config(config, path.agent_id), 201 if created else 200
 
 
 @api.patch("/members/<agent_id>/agent-config", tags=[TAG_AGENTS], responses={200: AgentConfigOut})
@@ -151,19 +139,16 @@ def update_agent_config(path: AgentPath, body: AgentConfigPatch) -> dict[str, An
     config = agents.update_config(
         _org(), path.agent_id, body.model_dump(exclude_unset=True), changed_by=current_actor()
     )
-    return serialize.agent_config(config, path.agent_id)
+    return AgentConfigOut.dump_config(config, path.agent_id)
 
 
 @api.get("/members/<agent_id>/agent-config/versions", tags=[TAG_AGENTS], responses={200: VersionList})
 def list_config_versions(path: AgentPath, query: VersionQuery) -> dict[str, Any]:
     """Every change of the configuration, newest first: who, when and what changed."""
     page = agents.list_versions(_org(), path.agent_id, offset=query.offset, limit=query.limit)
-    return {
-        "data": [serialize.version(v) for v in page.items],
-        "total": page.total,
-        "page": query.page,
-        "limit": query.limit,
-    }
+    return VersionList.dump(
+        {"data": page.items, "total": page.total, "page": query.page, "limit": query.limit}
+    )
 
 
 @api.post(
@@ -174,7 +159,7 @@ def list_config_versions(path: AgentPath, query: VersionQuery) -> dict[str, Any]
 def restore_config_version(path: VersionPath) -> dict[str, Any]:
     """Put back the configuration as it was at ``version``; the restore is recorded as a new version."""
     config = agents.restore_version(_org(), path.agent_id, path.version, changed_by=current_actor())
-    return serialize.agent_config(config, path.agent_id)
+    return AgentConfigOut.dump_config(config, path.agent_id)
 
 
 # -------------------------------------------------------------------------------------------- presence
@@ -184,7 +169,7 @@ def restore_config_version(path: VersionPath) -> dict[str, Any]:
 def list_availabilities(path: OrgPath, query: AvailabilityQuery) -> dict[str, Any]:
     """Every member's current status, since when, its reason and its active conversations."""
     rows = presence.availabilities(_org(), status=query.status, ai=query.ai)
-    return {"data": [serialize.availability(a) for a in rows], "total": len(rows)}
+    return AvailabilityList.dump({"data": rows, "total": len(rows)})
 
 
 @api.patch("/members/<member_id>/status", tags=[TAG_PRESENCE], responses={200: AvailabilityOut})
@@ -194,32 +179,30 @@ def change_status(path: MemberPath, body: StatusChange) -> dict[str, Any]:
         _org(), path.member_id, body.status, body.reason_id, changed_by=current_actor()
     )
     [row] = presence.availabilities(_org(), member_pks=[member.pk])
-    return serialize.availability(row)
+    return AvailabilityOut.dump(row)
 
 
 @api.get("/members/unavailable-reasons", tags=[TAG_PRESENCE], responses={200: ReasonList})
 def list_reasons(path: OrgPath, query: ReasonListQuery) -> dict[str, Any]:
     rows = reasons.list_reasons(_org(), active=query.active)
-    return {"data": [serialize.reason(r) for r in rows], "total": len(rows)}
+    return ReasonList.dump({"data": rows, "total": len(rows)})
 
 
 @api.post("/members/unavailable-reasons", tags=[TAG_PRESENCE], responses={201: ReasonOut, 409: PlainError})
 def create_reason(path: OrgPath, body: ReasonCreate) -> tuple[dict[str, Any], int]:
-    return serialize.reason(reasons.create_reason(_org(), body.sent_fields())), 201
+    return ReasonOut.dump(reasons.create_reason(_org(), body.sent_fields())), 201
 
 
 @api.patch("/members/unavailable-reasons/<reason_id>", tags=[TAG_PRESENCE], responses={200: ReasonOut})
 def update_reason(path: ReasonPath, body: ReasonUpdate) -> dict[str, Any]:
-    reason_id = _id(path.reason_id, "Unavailability reason")
-    return serialize.reason(reasons.update_reason(_org(), reason_id, body.sent_fields()))
+    return ReasonOut.dump(reasons.update_reason(_org(), path.reason_id, body.sent_fields()))
 
 
 @api.delete("/members/unavailable-reasons/<reason_id>", tags=[TAG_PRESENCE], responses={200: ReasonDeleted})
 def delete_reason(path: ReasonPath) -> dict[str, Any]:
     """Delete an unused reason; a reason in use is deactivated instead (``deleted`` false)."""
-    reason_id = _id(path.reason_id, "Unavailability reason")
-    deleted = reasons.delete_reason(_org(), reason_id)
-    return {"id": str(reason_id), "deleted": deleted, "active": False}
+    reason_id, deleted = reasons.delete_reason(_org(), path.reason_id)
+    return ReasonDeleted.dump({"id": reason_id, "deleted": deleted, "active": False})
 
 
 @api.get("/members/status-history/organization", tags=[TAG_PRESENCE], responses={200: HistoryPage})
@@ -235,12 +218,7 @@ def status_history(path: OrgPath, query: HistoryQuery) -> dict[str, Any]:
         skip=query.skip,
         take=query.take,
     )
-    return {
-        "data": [serialize.status_event(e) for e in page.items],
-        "total": page.total,
-        "skip": query.skip,
-        "take": query.take,
-    }
+    return HistoryPage.dump({"data": page.items, "total": page.total, "skip": query.skip, "take": query.take})
 
 
 # ----------------------------------------------------------------------------------------- statistics
@@ -263,14 +241,15 @@ def member_availability(path: OrgPath, query: StatsQuery) -> dict[str, Any]:
     totals = stats.availability_totals(
         _org(), stats_range, member_id=query.member_id, team_id=_team_filter(query)
     )
-    return {"range": stats_range.describe(), "members": [serialize.member_totals(t) for t in totals]}
+    return AvailabilityStats.dump({"range": stats_range, "members": totals})
 
 
 @api.get("/stats/member-status", tags=[TAG_PRESENCE], responses={200: StatusStats})
 def member_status(path: OrgPath, query: StatsQuery) -> dict[str, Any]:
     """Members per status now, members who spent time in each status and changes per status in the range."""
     stats_range = _range(query)
-    return {"range": stats_range.describe(), **stats.status_counts(_org(), stats_range)}
+    counts = stats.status_counts(_org(), stats_range)
+    return StatusStats.dump({"range": stats_range, **vars(counts)})
 
 
 @api.get("/stats/export/availability", tags=[TAG_PRESENCE], responses={200: _csv_doc()})
@@ -296,65 +275,55 @@ def export_status_events(path: OrgPath, query: StatusEventsExportQuery) -> Respo
 # ---------------------------------------------------------------------------------------------- teams
 
 
-def _team_out(team_id: uuid.UUID) -> dict[str, Any]:
-    team = teams.get_team(_org(), team_id)
-    return serialize.team(team, teams.members_of([team.id]).get(team.id, []))
+def _team_out(team: Team) -> dict[str, Any]:
+    [view] = teams.with_members([team])
+    return TeamOut.dump(view)
 
 
 @api.get("/teams", tags=[TAG_TEAMS], responses={200: TeamList})
 def list_teams(path: OrgPath, query: SkipTakeQuery) -> dict[str, Any]:
     page = teams.list_teams(_org(), skip=query.skip, take=query.take)
-    grouped = teams.members_of([t.id for t in page.items])
-    return {"data": [serialize.team(t, grouped.get(t.id, [])) for t in page.items], "total": page.total}
+    return TeamList.dump({"data": teams.with_members(page.items), "total": page.total})
 
 
 @api.post("/teams", tags=[TAG_TEAMS], responses={201: TeamOut, 409: PlainError})
 def create_team(path: OrgPath, body: TeamCreate) -> tuple[dict[str, Any], int]:
-    team = teams.create_team(_org(), body.sent_fields())
-    return _team_out(team.id), 201
+    return _team_out(teams.create_team(_org(), body.sent_fields())), 201
 
 
 @api.get("/teams/<team_id>", tags=[TAG_TEAMS], responses={200: TeamOut})
 def get_team(path: TeamPath) -> dict[str, Any]:
-    return _team_out(_id(path.team_id, "Team"))
+    return _team_out(teams.get_team(_org(), path.team_id))
 
 
 @api.patch("/teams/<team_id>", tags=[TAG_TEAMS], responses={200: TeamOut})
 def update_team(path: TeamPath, body: TeamUpdate) -> dict[str, Any]:
-    team = teams.update_team(_org(), _id(path.team_id, "Team"), body.sent_fields())
-    return _team_out(team.id)
+    return _team_out(teams.update_team(_org(), path.team_id, body.sent_fields()))
 
 
 @api.delete("/teams/<team_id>", tags=[TAG_TEAMS], responses={200: TeamDeleted})
 def delete_team(path: TeamPath) -> dict[str, Any]:
-    team_id = _id(path.team_id, "Team")
-    teams.delete_team(_org(), team_id)
-    return {"id": str(team_id), "deleted": True}
+    return TeamDeleted.dump({"id": teams.delete_team(_org(), path.team_id), "deleted": True})
 
 
 @api.post("/teams/<team_id>/members", tags=[TAG_TEAMS], responses={200: TeamOut})
 def add_team_members(path: TeamPath, body: TeamMembersAdd) -> dict[str, Any]:
     """Add members (ids already in the team are ignored)."""
-    team = teams.add_members(_org(), _id(path.team_id, "Team"), body.member_ids)
-    return _team_out(team.id)
+    return _team_out(teams.add_members(_org(), path.team_id, body.member_ids))
 
 
 @api.delete("/teams/<team_id>/members/<member_id>", tags=[TAG_TEAMS], responses={200: TeamOut})
 def remove_team_member(path: TeamMemberPath) -> dict[str, Any]:
-    team = teams.remove_member(_org(), _id(path.team_id, "Team"), path.member_id)
-    return _team_out(team.id)
+    return _team_out(teams.remove_member(_org(), path.team_id, path.member_id))
 
 
 @api.get("/teams/<team_id>/availability", tags=[TAG_TEAMS], responses={200: TeamAvailability})
 def team_availability(path: TeamPath) -> dict[str, Any]:
     """The team's members with their status and load, and how many are in each status."""
-    team = teams.get_team(_org(), _id(path.team_id, "Team"))
+    team = teams.get_team(_org(), path.team_id)
     pks = [m.pk for m in teams.members_of([team.id]).get(team.id, [])]
     rows = presence.availabilities(_org(), member_pks=pks)
     counts = {s: sum(1 for a in rows if a.member.status == s) for s in ("online", "busy", "away", "offline")}
-    return {
-        "team_id": str(team.id),
-        "team_name": team.name,
-        "counts": counts,
-        "members": [serialize.availability(a) for a in rows],
-    }
+    return TeamAvailability.dump(
+        {"team_id": team.id, "team_name": team.name, "counts": counts, "members": rows}
+    )

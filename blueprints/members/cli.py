@@ -23,7 +23,7 @@ users_cli = AppGroup("users", help="Desk login users (each with its human member
 @click.option("--password", required=True, help="At least 8 characters; stored as an Argon2id hash.")
 @click.option("--name", required=True)
 @click.option("--role", type=click.Choice(list(ROLES)), default="agent", show_default=True)
-@click.option("--member-id", default=None, help="Custom id for the member (generated mem_… otherwise).")
+@click.option("--member-id", default=None, help="Custom id for the member (a generated UUID otherwise).")
 @click.option("--env", "environment", type=click.Choice(list(ENVIRONMENTS)), default=LIVE, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def create_user_command(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from flask_openapi3 import APIBlueprint, Tag
 
-from blueprints.members import serialize
 from blueprints.members.schemas import (
     MemberCreate,
     MemberDeleted,
@@ -37,28 +36,28 @@ auth.protect(api)
 def list_members(path: OrgPath, query: MemberListQuery) -> list[dict[str, object]]:
     """Members of the organization, oldest first (``skip`` 0, ``take`` 20 by default)."""
     rows = members.list_members(auth.current_organization_id(), skip=query.skip, take=query.take)
-    return [serialize.member(m) for m in rows]
+    return MemberList.dump(rows)
 
 
 @api.post("", responses={201: MemberOut, 409: PlainError}, strict_slashes=False)
 def create_member(path: OrgPath, body: MemberCreate) -> tuple[dict[str, object], int]:
-    """Create a member; ``id`` is generated (``mem_…`` or ``ai_…``) when not given."""
+    """Create a member; ``id`` is generated (a UUID) when not given."""
     member = members.create_member(
         auth.current_organization_id(), body.sent_fields(), changed_by=current_actor()
     )
-    return serialize.member(member), 201
+    return MemberOut.dump(member), 201
 
 
 @api.get("/<member_id>", responses={200: MemberOut})
 def get_member(path: MemberPath) -> dict[str, object]:
-    return serialize.member(members.get_member(auth.current_organization_id(), path.member_id))
+    return MemberOut.dump(members.get_member(auth.current_organization_id(), path.member_id))
 
 
 @api.patch("/<member_id>", responses={200: MemberOut})
 def update_member(path: MemberPath, body: MemberUpdate) -> dict[str, object]:
     """Change only the fields sent (``extra`` is replaced as a whole)."""
     member = members.update_member(auth.current_organization_id(), path.member_id, body.sent_fields())
-    return serialize.member(member)
+    return MemberOut.dump(member)
 
 
 @api.delete("/<member_id>", responses={200: MemberDeleted})
@@ -66,4 +65,4 @@ def delete_member(path: MemberPath) -> dict[str, object]:
     """Delete a member. Its conversations are not reassigned: ``active_conversations`` says how many it
     still holds."""
     remaining = members.delete_member(auth.current_organization_id(), path.member_id)
-    return {"id": path.member_id, "deleted": True, "active_conversations": remaining}
+    return MemberDeleted.dump({"id": path.member_id, "deleted": True, "active_conversations": remaining})

@@ -1,9 +1,9 @@
 """People of the desk: members (human and AI), login users, teams, presence and AI agent configuration.
 
-Member ids are strings chosen by the client or generated (``mem_…`` for people, ``ai_…`` for AI agents),
-unique within an organization. Other areas refer to a member by ``(organization_id, member id)`` without
-a foreign key; inside this area tables point at the member's surrogate key ``members.pk`` so a custom id
-used by two organizations never collides.
+Member ids are strings chosen by the client or generated (a UUID in text form, the "member UUID" other
+areas' member fields take), unique within an organization. Other areas refer to a member by
+``(organization_id, member id)`` without a foreign key; inside this area tables point at the member's
+surrogate key ``members.pk`` so a custom id used by two organizations never collides.
 """
 
 from __future__ import annotations

@@ -1,17 +1,32 @@
-"""Wire shapes of the members area (``/v1/members/...``) and of the messaging member endpoints."""
+"""Wire shapes of the members area (``/v1/members/...``) and of the messaging member endpoints.
+
+Each response shape is declared once, here: the models below are both the OpenAPI documentation and
+the serialisers. ``Model.dump(obj)`` validates a service's domain object (an ORM row or a small
+dataclass, read by attribute) and returns the JSON body; derived fields are computed by the model's
+validators, so nothing else repeats the shape.
+"""
 
 from __future__ import annotations
 
 import re
 import uuid
-from datetime import date
+from datetime import date, datetime
 from typing import Annotated, Any, Literal
 from urllib.parse import urlparse
 
 from email_validator import EmailNotValidError, validate_email
-from pydantic import BaseModel, ConfigDict, Field, RootModel, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    RootModel,
+    field_validator,
+    model_validator,
+)
 
 from blueprints.members.models import STATUSES, TOOLS
+from core.db import isoformat
 from core.pagination import PageLimitQuery, SkipTakeQuery
 from core.phones import InvalidPhoneNumber, normalize_phone
 from core.timeutil import get_zone
@@ -20,6 +35,47 @@ from core.validation import QueryModel, RequestModel
 MEMBER_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,63}$"
 Status = Literal["online", "offline", "busy", "away"]
 assert set(STATUSES) == {"online", "offline", "busy", "away"}
+
+# ------------------------------------------------------------------------------------ response basics
+
+
+def _text(value: Any) -> Any:
+    return value if value is None or isinstance(value, str) else str(value)
+
+
+def _timestamp(value: Any) -> Any:
+    return isoformat(value) if isinstance(value, datetime) else value
+
+
+def _object(value: Any) -> Any:
+    return {} if value is None else value
+
+
+# UUIDs and datetimes of rows as the wire shows them (ISO 8601 with milliseconds and Z); JSON columns
+# that may hold null are shown as {}.
+Text = Annotated[str, BeforeValidator(_text)]
+OptionalText = Annotated[str | None, BeforeValidator(_text)]
+Timestamp = Annotated[str, BeforeValidator(_timestamp)]
+JsonObject = Annotated[dict[str, Any], BeforeValidator(_object)]
+
+
+class OutModel(BaseModel):
+    """A response shape that reads the domain objects of the services by attribute."""
+
+    model_config = ConfigDict(from_attributes=True, populate_by_name=True)
+
+    @classmethod
+    def dump(cls, value: Any) -> Any:
+        return cls.model_validate(value).model_dump(mode="json", by_alias=True)
+
+
+class OutList(RootModel[Any]):
+    model_config = ConfigDict(from_attributes=True)
+
+    @classmethod
+    def dump(cls, value: Any) -> Any:
+        return cls.model_validate(value).model_dump(mode="json", by_alias=True)
+
 
 # ---------------------------------------------------------------------------------------------- paths
 
@@ -97,23 +153,23 @@ class MemberUpdate(RequestModel):
     not_null = ("name", "ai")
 
 
-class MemberOut(BaseModel):
+class MemberOut(OutModel):
     id: str
-    organization_id: str
+    organization_id: Text
     name: str
     picture: str | None
     ai: bool
-    user_id: str | None
-    extra: dict[str, Any]
-    created_at: str
-    updated_at: str
+    user_id: OptionalText
+    extra: JsonObject
+    created_at: Timestamp
+    updated_at: Timestamp
 
 
-class MemberList(RootModel[list[MemberOut]]):
-    pass
+class MemberList(OutList):
+    root: list[MemberOut]
 
 
-class MemberDeleted(BaseModel):
+class MemberDeleted(OutModel):
     id: str
     deleted: bool
     active_conversations: int = Field(description="Active conversations still assigned to the member.")
@@ -137,24 +193,43 @@ class StatusChange(RequestModel):
         return self
 
 
-class ReasonRef(BaseModel):
-    id: str
+class ReasonRef(OutModel):
+    id: Text
     name: str
 
 
-class AvailabilityOut(BaseModel):
+# Read from ``services.presence.Availability`` (the member, its reason, connected, load).
+class AvailabilityOut(OutModel):
     member_id: str
     name: str
     ai: bool
     status: Status
-    since: str
+    since: Timestamp
     reason: ReasonRef | None
     chosen_status: Status
     connected: bool
     active_conversations: int
 
+    @model_validator(mode="before")
+    @classmethod
+    def _from_availability(cls, value: Any) -> Any:
+        member = getattr(value, "member", None)
+        if member is None:
+            return value
+        return {
+            "member_id": member.id,
+            "name": member.name,
+            "ai": member.ai,
+            "status": member.status,
+            "since": member.status_since,
+            "reason": value.reason,
+            "chosen_status": member.chosen_status,
+            "connected": value.connected,
+            "active_conversations": value.active_conversations,
+        }
 
-class AvailabilityList(BaseModel):
+
+class AvailabilityList(OutModel):
     data: list[AvailabilityOut]
     total: int
 
@@ -181,16 +256,16 @@ class ReasonUpdate(RequestModel):
     not_null = ("name", "active")
 
 
-class ReasonOut(BaseModel):
-    id: str
+class ReasonOut(OutModel):
+    id: Text
     name: str
     description: str | None
     active: bool
-    created_at: str
-    updated_at: str
+    created_at: Timestamp
+    updated_at: Timestamp
 
 
-class ReasonList(BaseModel):
+class ReasonList(OutModel):
     data: list[ReasonOut]
     total: int
 
@@ -199,8 +274,8 @@ class ReasonListQuery(QueryModel):
     active: bool | None = None
 
 
-class ReasonDeleted(BaseModel):
-    id: str
+class ReasonDeleted(OutModel):
+    id: Text
     deleted: bool
     active: bool = Field(description="False when the reason was in use and has been deactivated instead.")
 
@@ -225,34 +300,50 @@ class TeamMembersAdd(RequestModel):
     member_ids: list[str] = Field(min_length=1, max_length=500)
 
 
-class TeamMemberOut(BaseModel):
+class TeamMemberOut(OutModel):
     id: str
     name: str
     ai: bool
     status: Status
 
 
-class TeamOut(BaseModel):
-    id: str
+# Read from ``services.teams.TeamView`` (the team and its members).
+class TeamOut(OutModel):
+    id: Text
     name: str
     description: str | None
     members: list[TeamMemberOut]
-    created_at: str
-    updated_at: str
+    created_at: Timestamp
+    updated_at: Timestamp
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_view(cls, value: Any) -> Any:
+        team = getattr(value, "team", None)
+        if team is None:
+            return value
+        return {
+            "id": team.id,
+            "name": team.name,
+            "description": team.description,
+            "members": value.members,
+            "created_at": team.created_at,
+            "updated_at": team.updated_at,
+        }
 
 
-class TeamList(BaseModel):
+class TeamList(OutModel):
     data: list[TeamOut]
     total: int
 
 
-class TeamDeleted(BaseModel):
-    id: str
+class TeamDeleted(OutModel):
+    id: Text
     deleted: bool
 
 
-class TeamAvailability(BaseModel):
-    team_id: str
+class TeamAvailability(OutModel):
+    team_id: Text
     team_name: str
     counts: dict[str, int]
     members: list[AvailabilityOut]
@@ -281,8 +372,8 @@ class HistoryQuery(SkipTakeQuery):
         return _check_zone(value)
 
 
-class StatusEventOut(BaseModel):
-    id: str
+class StatusEventOut(OutModel):
+    id: Text
     member_id: str
     member_name: str
     from_status: str | None
@@ -290,10 +381,33 @@ class StatusEventOut(BaseModel):
     reason: ReasonRef | None
     changed_by: str
     source: str
-    at: str
+    at: Timestamp
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_event(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return value
+        # The reason as it was named at the time of the change (the reason itself may be gone).
+        reason = (
+            {"id": value.reason_id, "name": value.reason_name}
+            if value.reason_id and value.reason_name
+            else None
+        )
+        return {
+            "id": value.id,
+            "member_id": value.member_id,
+            "member_name": value.member_name,
+            "from_status": value.from_status,
+            "to_status": value.to_status,
+            "reason": reason,
+            "changed_by": value.changed_by,
+            "source": value.source,
+            "at": value.at,
+        }
 
 
-class HistoryPage(BaseModel):
+class HistoryPage(OutModel):
     data: list[StatusEventOut]
     total: int
     skip: int
@@ -319,7 +433,8 @@ class StatusEventsExportQuery(StatsQuery):
     status: Status | None = None
 
 
-class MemberAvailabilityStats(BaseModel):
+# Read from ``services.stats.MemberTotals``; seconds are rounded to whole seconds.
+class MemberAvailabilityStats(OutModel):
     member_id: str
     name: str
     ai: bool
@@ -330,23 +445,50 @@ class MemberAvailabilityStats(BaseModel):
     tracked_seconds: int
     reasons: dict[str, int]
 
+    @model_validator(mode="before")
+    @classmethod
+    def _from_totals(cls, value: Any) -> Any:
+        member = getattr(value, "member", None)
+        if member is None:
+            return value
+        return {
+            "member_id": member.id,
+            "name": member.name,
+            "ai": member.ai,
+            **{f"{status}_seconds": round(seconds) for status, seconds in value.seconds.items()},
+            "tracked_seconds": round(value.tracked),
+            "reasons": {name: round(seconds) for name, seconds in sorted(value.reasons.items())},
+        }
 
-class Range(BaseModel):
+
+# Read from ``services.stats.StatsRange``: the local days asked for and the UTC instants they span.
+class Range(OutModel):
     from_: str = Field(alias="from")
     to: str
     timezone: str
-    start: str
-    end: str
+    start: Timestamp
+    end: Timestamp
 
-    model_config = ConfigDict(populate_by_name=True)
+    @model_validator(mode="before")
+    @classmethod
+    def _from_range(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return value
+        return {
+            "from": value.first_day.isoformat(),
+            "to": value.last_day.isoformat(),
+            "timezone": value.zone.key,
+            "start": value.start,
+            "end": value.end,
+        }
 
 
-class AvailabilityStats(BaseModel):
+class AvailabilityStats(OutModel):
     range: Range
     members: list[MemberAvailabilityStats]
 
 
-class StatusStats(BaseModel):
+class StatusStats(OutModel):
     range: Range
     total_members: int
     current: dict[str, int]
@@ -365,12 +507,35 @@ class AgentListQuery(PageLimitQuery):
     order: Literal["asc", "desc"] = "asc"
 
 
-class TeamRef(BaseModel):
-    team_id: str
+class TeamRef(OutModel):
+    team_id: Text
     team_name: str
 
 
-class AgentSummary(BaseModel):
+# Summary "status": what a customer-facing list calls an agent's presence.
+AGENT_STATUS = {"online": "available", "busy": "busy", "away": "away", "offline": "unavailable"}
+
+
+def _agent_fields(view: Any) -> dict[str, Any]:
+    """The summary fields of an ``services.agents.AgentView`` (member, config, teams, connections)."""
+    member, config = view.member, view.config
+    email = (member.extra or {}).get("email")
+    return {
+        "id": member.id,
+        "name": member.name,
+        "email": email if isinstance(email, str) else None,
+        "type": "ai",
+        "status": AGENT_STATUS.get(member.status, member.status),
+        "avatar_url": member.picture,
+        "agent_type": config.agent_type if config else "generic",
+        "business_category": config.business_category if config else None,
+        "teams": [{"team_id": team.id, "team_name": team.name} for team in view.teams],
+        "connections": view.connections,
+        "has_config": config is not None,
+    }
+
+
+class AgentSummary(OutModel):
     id: str
     name: str
     email: str | None
@@ -383,8 +548,13 @@ class AgentSummary(BaseModel):
     connections: list[str]
     has_config: bool
 
+    @model_validator(mode="before")
+    @classmethod
+    def _from_view(cls, value: Any) -> Any:
+        return value if getattr(value, "member", None) is None else _agent_fields(value)
 
-class AgentList(BaseModel):
+
+class AgentList(OutModel):
     agents: list[AgentSummary]
     total: int
     page: int
@@ -541,16 +711,33 @@ class AgentConfigPatch(_ConfigFields):
     agent_type: str | None = Field(None, min_length=1, max_length=64)
 
 
-class CallTransferOut(BaseModel):
+class CallTransferOut(OutModel):
     name: str
     condition: str
     target: str
     target_type: Literal["phone", "member"]
     announce_message: str | None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _target_type(cls, value: Any) -> Any:
+        if isinstance(value, dict) and "target_type" not in value:
+            target = value.get("target") or ""
+            return {
+                "announce_message": None,
+                **value,
+                "target_type": "phone" if target.startswith("+") else "member",
+            }
+        return value
 
-class AgentConfigOut(BaseModel):
-    id: str
+
+def effective_sections(sections: dict[str, Any]) -> dict[str, Any]:
+    """Sections as read: ``chat`` always present, with the defaults for what was not set."""
+    return {**sections, "chat": {**CHAT_DEFAULTS, **(sections.get("chat") or {})}}
+
+
+class AgentConfigOut(OutModel):
+    id: Text
     member_id: str
     sections: dict[str, Any]
     tools: dict[str, ToolSetting]
@@ -560,27 +747,79 @@ class AgentConfigOut(BaseModel):
     notifications: dict[str, dict[str, Any]]
     call_transfers: list[CallTransferOut]
     version: int
-    created_at: str
-    updated_at: str
+    created_at: Timestamp
+    updated_at: Timestamp
+
+    @classmethod
+    def of(cls, config: Any, member_id: str) -> AgentConfigOut:
+        """The answer for a configuration row (which knows its member only by key, so the id is given)."""
+        return cls.model_validate(
+            {
+                "id": config.id,
+                "member_id": member_id,
+                "sections": effective_sections(config.sections or {}),
+                "tools": config.tools or {},
+                "voice": config.voice,
+                "agent_type": config.agent_type,
+                "business_category": config.business_category,
+                "notifications": config.notifications or {},
+                "call_transfers": config.call_transfers or [],
+                "version": config.version,
+                "created_at": config.created_at,
+                "updated_at": config.updated_at,
+            }
+        )
+
+    @classmethod
+    def dump_config(cls, config: Any, member_id: str) -> Any:
+        return cls.of(config, member_id).model_dump(mode="json", by_alias=True)
 
 
 class AgentDetail(AgentSummary):
-    extra: dict[str, Any]
-    created_at: str
-    updated_at: str
+    extra: JsonObject
+    created_at: Timestamp
+    updated_at: Timestamp
     config: AgentConfigOut | None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _from_view(cls, value: Any) -> Any:
+        member = getattr(value, "member", None)
+        if member is None:
+            return value
+        return {
+            **_agent_fields(value),
+            "extra": member.extra,
+            "created_at": member.created_at,
+            "updated_at": member.updated_at,
+            "config": AgentConfigOut.of(value.config, member.id) if value.config else None,
+        }
 
-class VersionOut(BaseModel):
+
+class VersionOut(OutModel):
     version: int
     action: str
     restored_from: int | None
     changed_by: str
-    changed_at: str
+    changed_at: Timestamp
     diff: dict[str, Any]
 
+    @model_validator(mode="before")
+    @classmethod
+    def _from_row(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return value
+        return {
+            "version": value.version,
+            "action": value.action,
+            "restored_from": value.restored_from,
+            "changed_by": value.changed_by,
+            "changed_at": value.created_at,
+            "diff": value.diff,
+        }
 
-class VersionList(BaseModel):
+
+class VersionList(OutModel):
     data: list[VersionOut]
     total: int
     page: int

@@ -4,8 +4,12 @@ from flask import Flask
 
 
 def init_app(app: Flask) -> None:
+    from blueprints.channels.inbound import inbound_events
     from blueprints.messaging import maintenance, realtime  # noqa: F401  (maintenance: periodic purge)
     from blueprints.messaging.api import api
+    from blueprints.messaging.ingest import store_item
 
     app.register_api(api)  # type: ignore[attr-defined]
     realtime.install()
+    # inbound provider events flow one way: channels parse them, messaging stores them
+    inbound_events.connect(store_item)

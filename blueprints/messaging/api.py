@@ -3,11 +3,12 @@ messages, conversations and messaging contacts. Thin: parse, call a service, ser
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
-from flask import Response, jsonify, request
 from flask_openapi3 import APIBlueprint, Tag
 
+from blueprints.channels.providers import MediaRef
 from blueprints.messaging import services
 from blueprints.messaging.schemas import (
     ContactIn,
@@ -29,16 +30,15 @@ from blueprints.messaging.schemas import (
     WindowPath,
     WindowQuery,
 )
+from blueprints.messaging.sending import Content, TemplateSend
 from core import auth
+from core.db import isoformat
+from core.idempotency import idempotent
 from core.openapi import API_KEY_ONLY, PlainError, error_responses
+from core.timeutil import parse_iso_datetime
 
 PREFIX = "/v2/messages/organizations/<organization_id>"
 TAG = Tag(name="Messaging", description="Messages, the service window, conversations and contacts")
-IDEMPOTENCY_NOTE = (
-    " Send `Idempotency-Key: <unique string>` to make a retry safe: the same key and body replay the first "
-    "result (`Idempotent-Replayed: true`); the same key with another body is 409."
-)
-
 api = APIBlueprint(
     "messaging_api",
     __name__,
@@ -50,97 +50,157 @@ api = APIBlueprint(
 auth.protect(api)
 
 
-def _created(outcome: services.Outcome) -> Response:
-    response = jsonify(outcome.body)
-    response.status_code = outcome.status
-    for name, value in outcome.headers.items():
-        response.headers[name] = value
-    return response
-
-
 @api.get(
     "/contacts/addresses/<address>/service-window",
     responses={200: WindowOut},
 )
 def service_window(path: WindowPath, query: WindowQuery) -> dict[str, Any]:
     """Whether free text may be sent to the contact: `open` while their last message is under 24 h old."""
-    return services.service_window(auth.current_organization_id(), path.address, query.organization_address)
+    window = services.service_window(auth.current_organization_id(), path.address, query.organization_address)
+    return WindowOut(status=window.status, expires_at=isoformat(window.expires_at)).model_dump(mode="json")
 
 
 @api.post("/messages/send-template", responses={201: MessageOut, 409: PlainError, 429: PlainError})
-def send_template(path: OrgPath, body: SendTemplateIn) -> Response:
-    organization_id = auth.current_organization_id()
-    return _created(
-        services.run_idempotent(
-            organization_id,
-            request.headers.get("Idempotency-Key"),
-            "send-template",
-            body.model_dump(mode="json"),
-            lambda: services.send_template(organization_id, body),
-        )
+@idempotent
+def send_template(path: OrgPath, body: SendTemplateIn) -> tuple[dict[str, Any], int]:
+    """Send an approved WhatsApp template with named parameters.
+
+    Send `Idempotency-Key: <unique string>` to make a retry safe: the same key and body replay the first
+    result (`Idempotent-Replayed: true`); the same key with another body is 409.
+    """
+    message = services.send_template(
+        auth.current_organization_id(),
+        TemplateSend(
+            organization_address=body.organization_address,
+            to=body.to,
+            meta_template_id=body.meta_template_id,
+            components=[c.model_dump(exclude_none=True) for c in body.components],
+            do_not_pause=body.do_not_pause,
+            member_id=body.member_id,
+        ),
     )
-
-
-send_template.__doc__ = "Send an approved WhatsApp template with named parameters." + IDEMPOTENCY_NOTE
+    return MessageOut.dump(message), 201
 
 
 @api.post("/messages", responses={201: MessageOut, 409: PlainError, 429: PlainError})
-def send_message(path: OrgPath, body: SendMessageIn) -> Response:
-    organization_id = auth.current_organization_id()
-    return _created(
-        services.run_idempotent(
-            organization_id,
-            request.headers.get("Idempotency-Key"),
-            "send-message",
-            body.model_dump(mode="json"),
-            lambda: services.send_message(organization_id, body),
-        )
+@idempotent
+def send_message(path: OrgPath, body: SendMessageIn) -> tuple[dict[str, Any], int]:
+    """Send free text or media inside the 24-hour service window.
+
+    Send `Idempotency-Key: <unique string>` to make a retry safe: the same key and body replay the first
+    result (`Idempotent-Replayed: true`); the same key with another body is 409.
+    """
+    content = body.content
+    file = content.file
+    message = services.send_message(
+        auth.current_organization_id(),
+        organization_address=body.organization_address,
+        service=body.service,
+        contact_address=body.contact_address,
+        content=Content(
+            kind=content.kind,
+            text=content.text,
+            media=MediaRef(file.uri, file.mime_type, file.filename) if file is not None else None,
+            location=content.location.model_dump(exclude_none=True) if content.location else None,
+        ),
+        member_id=body.member_id,
     )
-
-
-send_message.__doc__ = "Send free text or media inside the 24-hour service window." + IDEMPOTENCY_NOTE
+    return MessageOut.dump(message), 201
 
 
 @api.get("/messages/<message_id>", responses={200: MessageOut})
 def get_message(path: MessagePath) -> dict[str, Any]:
     """One message."""
-    return services.get_message(auth.current_organization_id(), path.message_id)
+    return MessageOut.dump(services.get_message(auth.current_organization_id(), path.message_id))
 
 
 @api.get("/messages", responses={200: MessageList})
 def list_messages(path: OrgPath, query: MessageListQuery) -> dict[str, Any]:
     """The latest `take` messages matching the filters, oldest first: `{data, total, skip, take}`."""
-    return services.list_messages(auth.current_organization_id(), query)
+    until = before = None
+    if query.end_date:
+        end = parse_iso_datetime(query.end_date)
+        if len(query.end_date.strip()) == 10:  # a bare date includes its whole (UTC) day
+            before = end + timedelta(days=1)
+        else:
+            until = end
+    page = services.list_messages(
+        auth.current_organization_id(),
+        conversation_id=query.conversation_id,
+        direction=query.direction,
+        since=parse_iso_datetime(query.start_date) if query.start_date else None,
+        until=until,
+        before=before,
+        skip=query.skip,
+        take=query.take,
+    )
+    return MessageList(
+        data=[MessageOut.model_validate(m) for m in page.items],
+        total=page.total,
+        skip=query.skip,
+        take=query.take,
+    ).model_dump(mode="json")
 
 
 @api.get("/conversations/<conversation_id>", responses={200: ConversationOut})
 def get_conversation(path: ConversationPath) -> dict[str, Any]:
     """One conversation with its contact."""
-    return services.get_conversation(auth.current_organization_id(), path.conversation_id)
+    return ConversationOut.dump(
+        services.get_conversation(auth.current_organization_id(), path.conversation_id)
+    )
 
 
 @api.get("/contacts", responses={200: ContactList})
 def list_contacts(path: OrgPath, query: ContactListQuery) -> dict[str, Any]:
     """Messaging contacts with their channel addresses: `{data, total, skip, take}`."""
-    return services.list_contacts(auth.current_organization_id(), query)
+    page = services.list_contacts(
+        auth.current_organization_id(),
+        search=query.search,
+        service=query.service,
+        crm_contact_id=query.crm_contact_id,
+        skip=query.skip,
+        take=query.take,
+    )
+    return ContactList(
+        data=[ContactOut.model_validate(c) for c in page.items],
+        total=page.total,
+        skip=query.skip,
+        take=query.take,
+    ).model_dump(mode="json")
 
 
 @api.post("/contacts", responses={201: ContactOut, 409: PlainError})
 def create_contact(path: OrgPath, body: ContactIn) -> tuple[dict[str, Any], int]:
     """Create a contact; WhatsApp addresses are stored in E.164."""
-    return services.create_contact(auth.current_organization_id(), body), 201
+    contact = services.create_contact(
+        auth.current_organization_id(),
+        name=body.name,
+        addresses=[(a.service, a.address) for a in body.addresses],
+        crm_contact_id=body.crm_contact_id,
+        extra=body.extra,
+    )
+    return ContactOut.dump(contact), 201
 
 
 @api.get("/contacts/<contact_id>", responses={200: ContactOut})
 def get_contact(path: ContactPath) -> dict[str, Any]:
     """One contact."""
-    return services.get_contact(auth.current_organization_id(), path.contact_id)
+    return ContactOut.dump(services.get_contact(auth.current_organization_id(), path.contact_id))
 
 
 @api.patch("/contacts/<contact_id>", responses={200: ContactOut, 409: PlainError})
 def update_contact(path: ContactPath, body: ContactPatch) -> dict[str, Any]:
     """Change the fields sent; `addresses`, when sent, replaces the list; `extra` is merged."""
-    return services.update_contact(auth.current_organization_id(), path.contact_id, body)
+    sent = body.model_fields_set
+    changes: dict[str, Any] = {
+        name: getattr(body, name) for name in ("name", "crm_contact_id") if name in sent
+    }
+    if "extra" in sent and body.extra is not None:
+        changes["extra"] = body.extra
+    if "addresses" in sent and body.addresses is not None:
+        changes["addresses"] = [(a.service, a.address) for a in body.addresses]
+    contact = services.update_contact(auth.current_organization_id(), path.contact_id, **changes)
+    return ContactOut.dump(contact)
 
 
 @api.delete("/contacts/<contact_id>", responses={204: None, 409: PlainError})

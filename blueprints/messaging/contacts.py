@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Final
 
 from sqlalchemy import exists, func, or_, select, update
 from sqlalchemy.orm import selectinload
@@ -13,34 +14,38 @@ from blueprints.messaging.models import (
     ContactAddress,
     Conversation,
 )
-from blueprints.messaging.schemas import (
-    ContactIn,
-    ContactListQuery,
-    ContactPatch,
-)
-from blueprints.messaging.serialize import serialize_contact
+from blueprints.messaging.schemas import ContactOut
 from blueprints.messaging.threads import (
     contact_address_for,
-    parse_uuid,
     resolve_crm_contact,
 )
 from core.db import db
 from core.errors import ApiError
 from core.events import publish
-from core.pagination import paginate
+from core.pagination import Page, paginate
 from core.phones import InvalidPhoneNumber, normalize_phone
+from core.tenancy import find_for_org
+from core.text import LIKE_ESCAPE, contains_pattern
+
+
+class _Unset:
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Final = _Unset()  # a field the caller did not send: it keeps its value
 
 # ---------------------------------------------------------------------------------------------------
 # Messaging contacts
 
 
-def _identities(organization_id: uuid.UUID, addresses: list[Any]) -> list[tuple[str, str]]:
+def _identities(addresses: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
     identities: list[tuple[str, str]] = []
-    for position, item in enumerate(addresses):
-        address = contact_address_for(item.service, item.address, f"addresses.{position}.address")
-        if (item.service, address) in identities:
+    for position, (service, raw) in enumerate(addresses):
+        address = contact_address_for(service, raw, f"addresses.{position}.address")
+        if (service, address) in identities:
             raise ApiError(400, f"addresses.{position}: repeated address", param=f"addresses.{position}")
-        identities.append((item.service, address))
+        identities.append((service, address))
     return identities
 
 
@@ -60,26 +65,25 @@ def _check_free(
             raise ApiError(409, f"Contact address {service}:{address} already belongs to another contact")
 
 
-def _load_contact(organization_id: uuid.UUID, contact_id: str | uuid.UUID) -> Contact:
-    identifier = parse_uuid(contact_id)
-    contact = (
-        db.session.scalar(
-            select(Contact)
-            .options(selectinload(Contact.addresses))
-            .where(Contact.id == identifier, Contact.organization_id == organization_id)
-        )
-        if identifier
-        else None
-    )
+def get_contact(organization_id: uuid.UUID, contact_id: str | uuid.UUID) -> Contact:
+    contact = find_for_org(Contact, contact_id, organization_id, options=[selectinload(Contact.addresses)])
     if contact is None:
         raise ApiError(404, "Contact not found")
     return contact
 
 
-def create_contact(organization_id: uuid.UUID, body: ContactIn) -> dict[str, Any]:
-    identities = _identities(organization_id, body.addresses)
+def create_contact(
+    organization_id: uuid.UUID,
+    *,
+    name: str | None = None,
+    addresses: Sequence[tuple[str, str]] = (),
+    crm_contact_id: str | None = None,
+    extra: dict[str, Any] | None = None,
+) -> Contact:
+    """A contact with its channel addresses ((service, address) pairs; WhatsApp numbers become E.164).
+    Without ``crm_contact_id`` it is linked to the CRM contact that has one of its phone numbers."""
+    identities = _identities(addresses)
     _check_free(organization_id, identities, None)
-    crm_contact_id = body.crm_contact_id
     if crm_contact_id is None:
         crm_contact_id = next(
             (found for s, a in identities if (found := resolve_crm_contact(organization_id, s, a))), None
@@ -87,68 +91,74 @@ def create_contact(organization_id: uuid.UUID, body: ContactIn) -> dict[str, Any
     contact = Contact(
         id=uuid.uuid4(),
         organization_id=organization_id,
-        name=body.name,
+        name=name,
         crm_contact_id=crm_contact_id,
-        extra=body.extra,
+        extra=dict(extra or {}),
     )
     contact.addresses = [
         ContactAddress(organization_id=organization_id, service=s, address=a) for s, a in identities
     ]
     db.session.add(contact)
     db.session.flush()
-    data = serialize_contact(contact)
-    publish("contact.created", organization_id, data)
-    db.session.commit()
-    return data
+    publish("contact.created", organization_id, ContactOut.dump(contact))
+    return contact
 
 
-def list_contacts(organization_id: uuid.UUID, query: ContactListQuery) -> dict[str, Any]:
+def list_contacts(
+    organization_id: uuid.UUID,
+    *,
+    search: str | None = None,
+    service: str | None = None,
+    crm_contact_id: str | None = None,
+    skip: int = 0,
+    take: int = 20,
+) -> Page[Contact]:
+    """Newest first; ``search`` finds the text (wildcards taken literally) in names and addresses."""
     statement = (
         select(Contact)
         .options(selectinload(Contact.addresses))
         .where(Contact.organization_id == organization_id)
     )
-    if query.search:
-        pattern = f"%{query.search.lower()}%"
+    if search:
+        pattern = contains_pattern(search.lower())
         statement = statement.where(
             or_(
-                func.lower(Contact.name).like(pattern),
+                func.lower(Contact.name).like(pattern, escape=LIKE_ESCAPE),
                 exists().where(
-                    ContactAddress.contact_id == Contact.id, func.lower(ContactAddress.address).like(pattern)
+                    ContactAddress.contact_id == Contact.id,
+                    func.lower(ContactAddress.address).like(pattern, escape=LIKE_ESCAPE),
                 ),
             )
         )
-    if query.service:
+    if service:
         statement = statement.where(
-            exists().where(ContactAddress.contact_id == Contact.id, ContactAddress.service == query.service)
+            exists().where(ContactAddress.contact_id == Contact.id, ContactAddress.service == service)
         )
-    if query.crm_contact_id:
-        statement = statement.where(Contact.crm_contact_id == query.crm_contact_id)
+    if crm_contact_id:
+        statement = statement.where(Contact.crm_contact_id == crm_contact_id)
     statement = statement.order_by(Contact.created_at.desc(), Contact.id)
-    page = paginate(statement, offset=query.skip, limit=query.take)
-    return {
-        "data": [serialize_contact(c) for c in page.items],
-        "total": page.total,
-        "skip": query.skip,
-        "take": query.take,
-    }
+    return paginate(statement, offset=skip, limit=take)
 
 
-def get_contact(organization_id: uuid.UUID, contact_id: str) -> dict[str, Any]:
-    return serialize_contact(_load_contact(organization_id, contact_id))
-
-
-def update_contact(organization_id: uuid.UUID, contact_id: str, body: ContactPatch) -> dict[str, Any]:
-    contact = _load_contact(organization_id, contact_id)
-    sent = body.model_fields_set
-    if "name" in sent:
-        contact.name = body.name
-    if "crm_contact_id" in sent:
-        contact.crm_contact_id = body.crm_contact_id
-    if "extra" in sent:
-        contact.extra = {**(contact.extra or {}), **(body.extra or {})}
-    if "addresses" in sent and body.addresses is not None:
-        identities = _identities(organization_id, body.addresses)
+def update_contact(
+    organization_id: uuid.UUID,
+    contact_id: str | uuid.UUID,
+    *,
+    name: str | _Unset | None = UNSET,
+    crm_contact_id: str | _Unset | None = UNSET,
+    extra: dict[str, Any] | None = None,
+    addresses: Sequence[tuple[str, str]] | None = None,
+) -> Contact:
+    """Change what is given: ``extra`` is merged into the stored one; ``addresses`` replaces the list."""
+    contact = get_contact(organization_id, contact_id)
+    if not isinstance(name, _Unset):
+        contact.name = name
+    if not isinstance(crm_contact_id, _Unset):
+        contact.crm_contact_id = crm_contact_id
+    if extra is not None:
+        contact.extra = {**(contact.extra or {}), **extra}
+    if addresses is not None:
+        identities = _identities(addresses)
         _check_free(organization_id, identities, contact.id)
         keep = {(a.service, a.address): a for a in contact.addresses}
         contact.addresses = [
@@ -156,19 +166,16 @@ def update_contact(organization_id: uuid.UUID, contact_id: str, body: ContactPat
             for s, a in identities
         ]
     db.session.flush()
-    data = serialize_contact(contact)
-    publish("contact.updated", organization_id, data)
-    db.session.commit()
-    return data
+    publish("contact.updated", organization_id, ContactOut.dump(contact))
+    return contact
 
 
-def delete_contact(organization_id: uuid.UUID, contact_id: str) -> None:
-    contact = _load_contact(organization_id, contact_id)
+def delete_contact(organization_id: uuid.UUID, contact_id: str | uuid.UUID) -> None:
+    contact = get_contact(organization_id, contact_id)
     if db.session.scalar(select(Conversation.id).where(Conversation.contact_id == contact.id).limit(1)):
         raise ApiError(409, "Contact has conversations; delete or archive them first")
     db.session.delete(contact)
     publish("contact.deleted", organization_id, {"id": str(contact.id)})
-    db.session.commit()
 
 
 def link_crm_contact(

@@ -1,6 +1,9 @@
 """Storing what a webhook delivery (or the simulator) brought: messages, statuses, read watermarks.
 
-A delivery is one transaction. Deliveries are at-least-once and out of order, so:
+Channels hand the events over through ``channels.inbound.inbound_events``, one item of a delivery at a
+time; :func:`store_item` (connected in ``init_app``) stores an item and makes it durable (checkpoint
+``webhook.item``), so a failure in one item never drops the items stored before it. Deliveries are
+at-least-once and out of order, so:
 - a provider message id already stored (or repeated inside the delivery) is counted as a duplicate;
 - statuses only move forward and keep their timestamps (``threads.apply_status``);
 - a status for a message not stored yet waits in the backlog until the send stores the id;
@@ -15,16 +18,15 @@ import logging
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
-from blueprints.channels.inbound import Event, InboundMessage, StatusUpdate, WatermarkUpdate
+from blueprints.channels.inbound import DeliveryReport, Event, InboundMessage, StatusUpdate, WatermarkUpdate
 from blueprints.channels.models import OrganizationAddress
 from blueprints.channels.services import addresses_by_provider_id
 from blueprints.messaging.models import INCOMING_STATUS, STATUS_RANK, Conversation, Message, StatusBacklog
-from blueprints.messaging.serialize import serialize_message
+from blueprints.messaging.schemas import MessageOut
 from blueprints.messaging.threads import (
     ThreadKey,
     ThreadRequest,
@@ -33,6 +35,7 @@ from blueprints.messaging.threads import (
     chunks,
     resolve_threads,
 )
+from core import uow
 from core.db import db, isoformat
 from core.events import publish
 
@@ -40,30 +43,22 @@ log = logging.getLogger(__name__)
 ATTEMPTS = 3
 
 
-@dataclass
-class IngestResult:
-    messages_created: int = 0
-    duplicates: int = 0
-    statuses_applied: int = 0
-    statuses_waiting: int = 0
-    unknown_addresses: set[tuple[str, str]] = field(default_factory=set)
-
-    def as_dict(self) -> dict[str, object]:
-        return {
-            "messages_created": self.messages_created,
-            "duplicates": self.duplicates,
-            "statuses_applied": self.statuses_applied,
-            "statuses_waiting": self.statuses_waiting,
-            "unknown_addresses": sorted(f"{s}:{a}" for s, a in self.unknown_addresses),
-        }
+def store_item(*, events: list[Event]) -> DeliveryReport:
+    """The ``inbound_events`` receiver: one item of a delivery, durable before the next is handed over."""
+    report = ingest_events(events)
+    uow.checkpoint("webhook.item")
+    return report
 
 
-def ingest_events(events: Sequence[Event]) -> IngestResult:
+def ingest_events(events: Sequence[Event]) -> DeliveryReport:
+    """Store the events (a fixed number of queries however many); the caller's unit of work commits.
+    Call it with nothing else uncommitted: a race with another delivery rolls back and runs again."""
     for attempt in range(ATTEMPTS):
         try:
             return _ingest_once(events)
         except IntegrityError:
-            # Another delivery stored the same message, contact or conversation first: start over.
+            # Another delivery stored the same message, contact or conversation first: start over (the
+            # rows it committed are then found, and counted as duplicates).
             db.session.rollback()
             if attempt + 1 == ATTEMPTS:
                 raise
@@ -71,8 +66,8 @@ def ingest_events(events: Sequence[Event]) -> IngestResult:
     raise AssertionError("unreachable")
 
 
-def _ingest_once(events: Sequence[Event]) -> IngestResult:
-    result = IngestResult()
+def _ingest_once(events: Sequence[Event]) -> DeliveryReport:
+    result = DeliveryReport()
     addresses = addresses_by_provider_id({(e.service, e.organization_address) for e in events})
     for event in events:
         if (event.service, event.organization_address) not in addresses:
@@ -98,11 +93,11 @@ def _ingest_once(events: Sequence[Event]) -> IngestResult:
     _apply_watermarks(
         [(a, e) for e in events if isinstance(e, WatermarkUpdate) and (a := address_of(e))], result
     )
-    db.session.commit()
+    db.session.flush()  # a race with another delivery shows here, inside the retry
     return result
 
 
-def _store_messages(items: list[tuple[OrganizationAddress, InboundMessage]], result: IngestResult) -> None:
+def _store_messages(items: list[tuple[OrganizationAddress, InboundMessage]], result: DeliveryReport) -> None:
     unique: dict[tuple[uuid.UUID, str], tuple[OrganizationAddress, InboundMessage]] = {}
     for address, event in items:
         key = (address.organization_id, event.external_id)
@@ -161,7 +156,7 @@ def _store_messages(items: list[tuple[OrganizationAddress, InboundMessage]], res
     db.session.flush()
     apply_backlog([m for m in created if m.direction == "outgoing"])
     for message in created:
-        publish("message.created", message.organization_id, serialize_message(message))
+        publish("message.created", message.organization_id, MessageOut.dump(message))
     result.messages_created += len(created)
 
 
@@ -177,7 +172,7 @@ def _touch(conversation: Conversation, message: Message) -> None:
         conversation.status = "active"
 
 
-def _apply_statuses(items: list[tuple[OrganizationAddress, StatusUpdate]], result: IngestResult) -> None:
+def _apply_statuses(items: list[tuple[OrganizationAddress, StatusUpdate]], result: DeliveryReport) -> None:
     if not items:
         return
     by_org: dict[uuid.UUID, set[str]] = defaultdict(set)
@@ -225,7 +220,9 @@ def _apply_statuses(items: list[tuple[OrganizationAddress, StatusUpdate]], resul
     _publish_updates(changed.values())
 
 
-def _apply_watermarks(items: list[tuple[OrganizationAddress, WatermarkUpdate]], result: IngestResult) -> None:
+def _apply_watermarks(
+    items: list[tuple[OrganizationAddress, WatermarkUpdate]], result: DeliveryReport
+) -> None:
     changed: dict[uuid.UUID, Message] = {}
     for address, event in items:
         conversation_ids = select(Conversation.id).where(
@@ -256,4 +253,4 @@ def _apply_watermarks(items: list[tuple[OrganizationAddress, WatermarkUpdate]], 
 
 def _publish_updates(messages: Iterable[Message]) -> None:
     for message in messages:
-        publish("message.updated", message.organization_id, serialize_message(message))
+        publish("message.updated", message.organization_id, MessageOut.dump(message))

@@ -1,8 +1,8 @@
 """Hourly housekeeping of the messaging records that only matter for a while.
 
-- Idempotency keys are honoured for 24 hours (``IDEMPOTENCY_TTL``); older records are deleted.
-- Statuses that arrived before their message (the backlog) wait for it for 7 days; a message that never
-  showed up by then was not ours (or was lost upstream), so the waiting statuses are dropped.
+Statuses that arrived before their message (the backlog) wait for it for 7 days; a message that never
+showed up by then was not ours (or was lost upstream), so the waiting statuses are dropped.
+(``Idempotency-Key`` records expire in core: ``core.idempotency.purge_expired``.)
 """
 
 from __future__ import annotations
@@ -11,8 +11,7 @@ from datetime import timedelta
 
 from sqlalchemy import delete
 
-from blueprints.messaging.models import IdempotencyRecord, StatusBacklog
-from blueprints.messaging.sending import IDEMPOTENCY_TTL
+from blueprints.messaging.models import StatusBacklog
 from core.db import db, utcnow
 from core.jobs import periodic
 
@@ -20,15 +19,11 @@ BACKLOG_TTL = timedelta(days=7)
 
 
 def purge_expired() -> dict[str, int]:
-    now = utcnow()
-    keys = db.session.execute(
-        delete(IdempotencyRecord).where(IdempotencyRecord.created_at < now - IDEMPOTENCY_TTL)
-    ).rowcount
+    """Drop the waiting statuses older than :data:`BACKLOG_TTL`; the caller's unit of work commits."""
     backlog = db.session.execute(
-        delete(StatusBacklog).where(StatusBacklog.created_at < now - BACKLOG_TTL)
+        delete(StatusBacklog).where(StatusBacklog.created_at < utcnow() - BACKLOG_TTL)
     ).rowcount
-    db.session.commit()
-    return {"idempotency_keys": int(keys or 0), "waiting_statuses": int(backlog or 0)}
+    return {"waiting_statuses": int(backlog or 0)}
 
 
 @periodic(minute="7")

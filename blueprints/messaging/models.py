@@ -1,5 +1,5 @@
-"""Messaging contacts and their channel addresses, conversations, messages, and the bookkeeping that
-makes sends idempotent and out-of-order statuses safe."""
+"""Messaging contacts and their channel addresses, conversations, messages, and the backlog that makes
+out-of-order statuses safe. (``Idempotency-Key`` records are core's: ``core.idempotency``.)"""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ForeignKey, Index, String, Text, UniqueConstraint
+from sqlalchemy import ForeignKey, Index, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from core.db import JSONType, TimestampMixin, UUIDPrimaryKeyMixin, db, utcnow
@@ -146,19 +146,3 @@ class StatusBacklog(UUIDPrimaryKeyMixin, db.Model):
     timestamp: Mapped[datetime]
     error: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
-
-
-class IdempotencyRecord(UUIDPrimaryKeyMixin, db.Model):
-    """``Idempotency-Key`` of a send: the request's hash and, once done, the response to replay."""
-
-    __tablename__ = "messaging_idempotency_keys"
-    __table_args__ = (UniqueConstraint("organization_id", "key", name="uq_messaging_idempotency_keys_key"),)
-
-    organization_id: Mapped[uuid.UUID] = mapped_column(index=True)
-    key: Mapped[str] = mapped_column(String(255))
-    request_hash: Mapped[str] = mapped_column(String(64))
-    response_status: Mapped[int | None]
-    response: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
-    response_headers: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
-    created_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
-    message_id: Mapped[str | None] = mapped_column(Text)

@@ -1,19 +1,22 @@
-"""Messages also reach the Socket.IO room of their conversation (joined with ``join_conversation``)."""
+"""Messages also reach the Socket.IO room of their conversation (joined with ``join_conversation``).
+
+The event goes out once to the organization's room and the conversation's room together, so a client in
+both (an open inbox with an open thread) receives it once.
+"""
 
 from __future__ import annotations
 
-from core.events import DomainEvent, subscribe
-from core.realtime import add_conversation_checker, conversation_room, socketio
+from core.events import DomainEvent
+from core.realtime import add_conversation_checker, conversation_room, event_rooms
 
 CONVERSATION_EVENTS = ("message.created", "message.updated")
 
 
-def _to_conversation_room(event: DomainEvent) -> None:
+def _conversation_room(*, event: DomainEvent) -> list[str]:
     conversation_id = event.data.get("conversation_id")
-    if conversation_id:
-        socketio.emit(
-            event.name, event.as_message(), to=conversation_room(event.environment, conversation_id)
-        )
+    if event.name in CONVERSATION_EVENTS and conversation_id:
+        return [conversation_room(event.environment, conversation_id)]
+    return []
 
 
 def _belongs(organization_id: str, conversation_id: str) -> bool:
@@ -23,6 +26,5 @@ def _belongs(organization_id: str, conversation_id: str) -> bool:
 
 
 def install() -> None:
-    for name in CONVERSATION_EVENTS:
-        subscribe(name, _to_conversation_room)
+    event_rooms.connect(_conversation_room)
     add_conversation_checker(_belongs)

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from blueprints.messaging.models import Conversation
+from core.db import isoformat
 from core.pagination import MAX_TAKE
 from core.timeutil import parse_iso_datetime
 from core.validation import QueryModel, RequestModel
@@ -183,10 +186,30 @@ class ContactListQuery(QueryModel):
     crm_contact_id: str | None = Field(None, max_length=64)
 
 
-# ---- responses (for the OpenAPI document; the views return plain dicts of these shapes) ----
+# ---- responses: each shape is declared here once; it documents the route and writes its JSON ----
 
 
-class MessageOut(BaseModel):
+class WireModel(BaseModel):
+    """Read from ORM rows: ids become strings and datetimes ISO 8601 with milliseconds and ``Z``."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _wire(cls, value: Any) -> Any:
+        if isinstance(value, uuid.UUID):
+            return str(value)
+        if isinstance(value, datetime):
+            return isoformat(value)
+        return value
+
+    @classmethod
+    def dump(cls, source: Any) -> dict[str, Any]:
+        """The JSON object of ``source`` (a row or a mapping) in this shape."""
+        return cls.model_validate(source).model_dump(mode="json")
+
+
+class MessageOut(WireModel):
     id: str
     conversation_id: str
     organization_id: str
@@ -208,6 +231,11 @@ class MessageOut(BaseModel):
     created_at: str
     updated_at: str
 
+    @field_validator("status", mode="before")
+    @classmethod
+    def _status(cls, value: Any) -> Any:
+        return dict(value or {})
+
 
 class MessageList(BaseModel):
     data: list[MessageOut]
@@ -222,7 +250,27 @@ class ConversationContact(BaseModel):
     address: str
 
 
-class ConversationOut(BaseModel):
+# ``extra`` keys kept in columns (lists filter on them); every other key lives in the JSON document.
+EXTRA_COLUMNS = ("member_id", "archived", "team_id")
+
+
+def conversation_extra(conversation: Conversation) -> dict[str, Any]:
+    """The spec's fields (null when unset) and every other key stored, as it was stored."""
+    stored = conversation.extra or {}
+    return {
+        **{key: value for key, value in stored.items() if key not in EXTRA_COLUMNS},
+        "member_id": conversation.member_id,
+        "labels": list(stored.get("labels") or []),
+        "archived": isoformat(conversation.archived_at),
+        "team_id": conversation.team_id,
+        "team_name": stored.get("team_name"),
+        "assignment": stored.get("assignment"),
+        "flow_id": stored.get("flow_id"),
+        "flow_member_id": stored.get("flow_member_id"),
+    }
+
+
+class ConversationOut(WireModel):
     id: str
     organization_id: str
     contact_id: str
@@ -241,13 +289,32 @@ class ConversationOut(BaseModel):
     updated_at: str
     contact: ConversationContact
 
+    @model_validator(mode="before")
+    @classmethod
+    def _from_row(cls, value: Any) -> Any:
+        # ``extra`` joins columns and the JSON document; ``contact`` is the contact seen in this thread
+        if not isinstance(value, Conversation):
+            return value
+        fields = {
+            name: getattr(value, name)
+            for name in cls.model_fields
+            if name not in ("extra", "contact") and hasattr(Conversation, name)
+        }
+        contact = value.contact
+        return {
+            **fields,
+            "extra": conversation_extra(value),
+            "is_broadcast": bool(value.is_broadcast),
+            "contact": {"id": str(contact.id), "name": contact.name, "address": value.contact_address},
+        }
 
-class ContactAddressOut(BaseModel):
+
+class ContactAddressOut(WireModel):
     service: str
     address: str
 
 
-class ContactOut(BaseModel):
+class ContactOut(WireModel):
     id: str
     organization_id: str
     name: str | None
@@ -256,6 +323,11 @@ class ContactOut(BaseModel):
     addresses: list[ContactAddressOut]
     created_at: str
     updated_at: str
+
+    @field_validator("extra", mode="before")
+    @classmethod
+    def _extra(cls, value: Any) -> Any:
+        return dict(value or {})
 
 
 class ContactList(BaseModel):

@@ -1,17 +1,29 @@
-"""Sending: free text and media inside the service window, WhatsApp templates, and ``Idempotency-Key``."""
+"""Sending: free text and media inside the service window, and WhatsApp templates.
+
+A send is three steps, each durable before the next (``core.uow`` checkpoints):
+
+1. ``send.pending``: the message is stored ``pending`` (with its contact and conversation) before the
+   provider is called, so a crash after the provider's answer leaves a row to reconcile, never a silent
+   second send;
+2. the provider answers. An acceptance is stored (``send.accepted``: the provider id, status
+   ``accepted``) before statuses that raced the send are taken from the backlog; a refusal is stored
+   (``send.refused``: ``failed`` with ``status.error``, the address marked ``reauth_required`` on an
+   expired token) although the request answers an error;
+3. the request's own commit keeps the statuses applied from the backlog.
+
+A send the desk refuses before calling the provider (a closed service window, an unknown address, a bad
+number) leaves nothing behind: no contact, no conversation, no message, no moved ``last_message_at``.
+"""
 
 from __future__ import annotations
 
-import hashlib
-import json
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import func, select
 
 from blueprints.channels.crypto import TokenDecryptionError
 from blueprints.channels.models import OrganizationAddress
@@ -25,16 +37,9 @@ from blueprints.channels.providers import (
 from blueprints.channels.services import get_address
 from blueprints.messaging.models import (
     Conversation,
-    IdempotencyRecord,
     Message,
 )
-from blueprints.messaging.schemas import (
-    SendMessageIn,
-    SendTemplateIn,
-    TemplateComponentIn,
-    TemplateParameterIn,
-)
-from blueprints.messaging.serialize import serialize_message
+from blueprints.messaging.schemas import MessageOut
 from blueprints.messaging.threads import (
     apply_backlog,
     apply_status,
@@ -42,6 +47,7 @@ from blueprints.messaging.threads import (
     mark_failed,
     thread_for,
 )
+from core import uow
 from core.db import db, isoformat, utcnow
 from core.errors import ApiError
 from core.events import publish
@@ -49,13 +55,49 @@ from core.phones import digits_only
 from core.timeutil import parse_iso_datetime
 
 SERVICE_WINDOW = timedelta(hours=24)
-IDEMPOTENCY_TTL = timedelta(hours=24)
 INSTAGRAM_TEXT_BYTES = 1000
 SEND_FAILED = "Message failed to send"
 ADDRESS_NOT_FOUND = "Organization address not found"
 NO_TOKEN = "Organization address does not have an access token"
 PARAMETER_NAME_MISSING = "Parameter name is missing"
 TEMPLATE_LOOKUP_FAILED = "Failed to get template from Meta"
+
+
+@dataclass(frozen=True)
+class Content:
+    """What a free-text or media send carries (``kind``: text, image, video, audio, document, location)."""
+
+    kind: str
+    text: str | None = None
+    media: MediaRef | None = None
+    location: dict[str, Any] | None = None
+
+    def stored(self) -> dict[str, Any]:
+        """The message's ``content`` as stored and returned."""
+        stored: dict[str, Any] = {"kind": self.kind}
+        if self.text is not None:
+            stored["text"] = self.text
+        if self.media is not None:
+            file = {"uri": self.media.uri, "mime_type": self.media.mime_type}
+            if self.media.filename is not None:
+                file["filename"] = self.media.filename
+            stored["file"] = file
+        if self.location is not None:
+            stored["location"] = self.location
+        return stored
+
+
+@dataclass(frozen=True)
+class TemplateSend:
+    """A template send; ``components`` in the spec's shape (``{type, sub_type?, index?, parameters}``)."""
+
+    organization_address: str
+    to: str
+    meta_template_id: str
+    components: list[dict[str, Any]] = field(default_factory=list)
+    do_not_pause: bool = False
+    member_id: str | None = None
+
 
 # ---------------------------------------------------------------------------------------------------
 # Sending
@@ -90,30 +132,7 @@ def _recipient(address: OrganizationAddress, contact_address: str, provider_id: 
     return contact_address
 
 
-def _window_open(conversation: Conversation, now: datetime) -> bool:
-    last = conversation.last_incoming_at
-    return last is not None and now - last < SERVICE_WINDOW
-
-
-def _outside_window_error(service: str) -> dict[str, Any]:
-    if service == "whatsapp":
-        return {
-            "code": 131047,
-            "title": "Re-engagement message",
-            "details": "More than 24 hours have passed since the customer last replied to this number; "
-            "send a template.",
-            "provider": "desk",
-        }
-    return {
-        "code": 10,
-        "title": "This message is sent outside of allowed window.",
-        "details": "More than 24 hours have passed since the customer last wrote.",
-        "provider": "desk",
-    }
-
-
-def _check_channel_content(service: str, body: SendMessageIn) -> None:
-    content = body.content
+def _check_channel_content(service: str, content: Content) -> None:
     if service == "whatsapp":
         return
     if content.kind == "location":
@@ -132,15 +151,37 @@ def _check_channel_content(service: str, body: SendMessageIn) -> None:
         )
 
 
-def send_message(organization_id: uuid.UUID, body: SendMessageIn) -> dict[str, Any]:
-    """Free text or media inside the service window. Outside it the message is stored as failed, with
-    ``status.error``, and the call is 400 ``Message failed to send`` (the id is in ``X-Message-Id``)."""
-    address = sendable_address(organization_id, body.organization_address, body.service)
-    _check_channel_content(address.service, body)
-    contact_address = contact_address_for(address.service, body.contact_address, "contact_address")
-    thread = thread_for(address, contact_address)
+def _last_incoming(address: OrganizationAddress, contact_address: str) -> datetime | None:
+    return db.session.scalar(
+        select(func.max(Conversation.last_incoming_at)).where(
+            Conversation.organization_id == address.organization_id,
+            Conversation.organization_address == address.address,
+            Conversation.service == address.service,
+            Conversation.contact_address == contact_address,
+        )
+    )
+
+
+def send_message(
+    organization_id: uuid.UUID,
+    *,
+    organization_address: str,
+    service: str | None,
+    contact_address: str,
+    content: Content,
+    member_id: str | None = None,
+) -> Message:
+    """Free text or media inside the service window. Outside it the call is 400 ``Message failed to
+    send`` and nothing is stored; a provider's refusal is stored on the message (``X-Message-Id``)."""
+    address = sendable_address(organization_id, organization_address, service)
+    _check_channel_content(address.service, content)
+    contact = contact_address_for(address.service, contact_address, "contact_address")
     now = utcnow()
-    content = body.content.model_dump(exclude_none=True)
+    # Checked before anything is written: an open window means the contact wrote, so the thread exists.
+    last_incoming = _last_incoming(address, contact)
+    if last_incoming is None or now - last_incoming >= SERVICE_WINDOW:
+        raise ApiError(400, SEND_FAILED)
+    thread = thread_for(address, contact)
     message = Message(
         id=uuid.uuid4(),
         organization_id=organization_id,
@@ -148,34 +189,25 @@ def send_message(organization_id: uuid.UUID, body: SendMessageIn) -> dict[str, A
         direction="outgoing",
         service=address.service,
         organization_address=address.address,
-        contact_address=contact_address,
+        contact_address=contact,
         timestamp=now,
-        content=content,
+        content=content.stored(),
         status={"pending": isoformat(now)},
         current_status="pending",
-        member_id=body.member_id,
+        member_id=member_id,
     )
     db.session.add(message)
     _renew_last_message(thread.conversation, now)
-    if not _window_open(thread.conversation, now):
-        mark_failed(message, _outside_window_error(address.service), now)
-        db.session.flush()
-        publish("message.created", organization_id, serialize_message(message))
-        db.session.commit()
-        raise ApiError(400, SEND_FAILED, headers={"X-Message-Id": str(message.id)})
     db.session.flush()
-    publish("message.created", organization_id, serialize_message(message))
-    db.session.commit()  # the pending message exists before the provider is called
-    media = None
-    if body.content.file is not None:
-        media = MediaRef(body.content.file.uri, body.content.file.mime_type, body.content.file.filename)
+    publish("message.created", organization_id, MessageOut.dump(message))
+    uow.checkpoint("send.pending")
     outbound = OutboundMessage(
         service=address.service,
-        to=_recipient(address, contact_address, thread.contact_address.provider_id),
-        kind=body.content.kind,
-        text=body.content.text,
-        media=media,
-        location=body.content.location.model_dump(exclude_none=True) if body.content.location else None,
+        to=_recipient(address, contact, thread.contact_address.provider_id),
+        kind=content.kind,
+        text=content.text,
+        media=content.media,
+        location=content.location,
     )
     return _dispatch(address, message, outbound)
 
@@ -204,7 +236,7 @@ def _dispatch(
     message: Message,
     outbound: OutboundMessage,
     on_success: Callable[[], None] | None = None,
-) -> dict[str, Any]:
+) -> Message:
     provider = provider_for(address)
     try:
         result = provider.send(address, outbound)
@@ -218,8 +250,8 @@ def _dispatch(
         if error.auth_failed or error.code == "token_unreadable":
             # Further sends would fail the same way: stop until someone connects a fresh token.
             address.status = "reauth_required"
-        publish("message.updated", message.organization_id, serialize_message(message))
-        db.session.commit()
+        publish("message.updated", message.organization_id, MessageOut.dump(message))
+        uow.checkpoint("send.refused")
         raise _api_error_for(error, message) from None
     now = utcnow()
     _merge_echo(message, result.external_id)
@@ -227,12 +259,13 @@ def _dispatch(
     apply_status(message, "accepted", now)
     if on_success is not None:
         on_success()
+    uow.checkpoint("send.accepted")
     apply_backlog([message])
-    publish("message.updated", message.organization_id, serialize_message(message))
-    db.session.commit()
-    body = serialize_message(message)
+    db.session.flush()
+    publish("message.updated", message.organization_id, MessageOut.dump(message))
+    # the simulator's status jobs wait for the commit (jobs are enqueued after it)
     provider.after_send(address, outbound, result)
-    return body
+    return message
 
 
 def _merge_echo(message: Message, external_id: str) -> None:
@@ -254,59 +287,60 @@ def _merge_echo(message: Message, external_id: str) -> None:
     db.session.flush()
 
 
-def _text_parameters(components: list[TemplateComponentIn]) -> list[TemplateParameterIn]:
-    return [p for c in components for p in c.parameters if p.type == "text"]
+def _text_parameters(components: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [p for c in components for p in c.get("parameters") or [] if p.get("type") == "text"]
 
 
-def _meta_parameter(parameter: TemplateParameterIn) -> dict[str, Any]:
-    if parameter.type == "text":
-        sent: dict[str, Any] = {"type": "text", "text": parameter.text}
-        if parameter.parameter_name:
-            sent["parameter_name"] = parameter.parameter_name
+def _meta_parameter(parameter: dict[str, Any]) -> dict[str, Any]:
+    if parameter.get("type") == "text":
+        sent: dict[str, Any] = {"type": "text", "text": parameter.get("text")}
+        if parameter.get("parameter_name"):
+            sent["parameter_name"] = parameter["parameter_name"]
         return sent
-    media = getattr(parameter, parameter.type)
-    return {"type": parameter.type, parameter.type: {"link": media.link}}
+    kind = str(parameter.get("type"))
+    return {"type": kind, kind: {"link": (parameter.get(kind) or {}).get("link")}}
 
 
-def meta_components(components: list[TemplateComponentIn]) -> list[dict[str, Any]]:
+def meta_components(components: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The spec's ``buttons`` component becomes Meta's one ``button`` component per parameter."""
     sent: list[dict[str, Any]] = []
     for component in components:
-        if component.type in ("buttons", "button"):
-            for position, parameter in enumerate(component.parameters):
-                index = component.index if component.index is not None else position
+        parameters = component.get("parameters") or []
+        if component.get("type") in ("buttons", "button"):
+            for position, parameter in enumerate(parameters):
+                index = component.get("index")
                 sent.append(
                     {
                         "type": "button",
-                        "sub_type": component.sub_type or "url",
-                        "index": str(index),
+                        "sub_type": component.get("sub_type") or "url",
+                        "index": str(index if index is not None else position),
                         "parameters": [_meta_parameter(parameter)],
                     }
                 )
         else:
             sent.append(
-                {"type": component.type, "parameters": [_meta_parameter(p) for p in component.parameters]}
+                {"type": component.get("type"), "parameters": [_meta_parameter(p) for p in parameters]}
             )
     return sent
 
 
-def send_template(organization_id: uuid.UUID, body: SendTemplateIn) -> dict[str, Any]:
+def send_template(organization_id: uuid.UUID, send: TemplateSend) -> Message:
     """A WhatsApp template, allowed outside the window. The template is read from the provider on every
     send (no stale cache: Chatwoot's stale copies caused 132000s), must be ``APPROVED``, and every text
     parameter must name its placeholder. Unless ``do_not_pause``, the conversation's AI agent is paused."""
-    address = sendable_address(organization_id, body.organization_address, None)
+    address = sendable_address(organization_id, send.organization_address, None)
     if address.service != "whatsapp":
         raise ApiError(400, "organization_address: templates are sent from WhatsApp addresses")
-    if any(not p.parameter_name for p in _text_parameters(body.components)):
+    if any(not p.get("parameter_name") for p in _text_parameters(send.components)):
         raise ApiError(400, PARAMETER_NAME_MISSING, param="components")
-    to = contact_address_for("whatsapp", body.to, "to")
+    to = contact_address_for("whatsapp", send.to, "to")
     provider = provider_for(address)
     try:
-        template = provider.get_template(address, body.meta_template_id)
+        template = provider.get_template(address, send.meta_template_id)
     except (ProviderError, TokenDecryptionError) as error:
         if isinstance(error, ProviderError) and error.auth_failed:
             address.status = "reauth_required"
-            db.session.commit()
+            uow.checkpoint("send.refused")
         raise ApiError(404, TEMPLATE_LOOKUP_FAILED, param="meta_template_id") from None
     if template.status != "APPROVED":
         raise ApiError(
@@ -315,12 +349,12 @@ def send_template(organization_id: uuid.UUID, body: SendTemplateIn) -> dict[str,
             param="meta_template_id",
         )
     values = {
-        p.parameter_name or "": p.text or ""
-        for c in body.components
-        if c.type == "body"
-        for p in c.parameters
+        p.get("parameter_name") or "": p.get("text") or ""
+        for c in send.components
+        if c.get("type") == "body"
+        for p in c.get("parameters") or []
     }
-    named = {p.parameter_name for p in _text_parameters(body.components)}
+    named = {p.get("parameter_name") for p in _text_parameters(send.components)}
     if template.parameter_format == "NAMED":
         expected = set(template.placeholders("BODY")) | set(template.placeholders("HEADER"))
         if expected - named:
@@ -338,38 +372,38 @@ def send_template(organization_id: uuid.UUID, body: SendTemplateIn) -> dict[str,
         timestamp=now,
         content=None,
         template={
-            "id": template.id or body.meta_template_id,
+            "id": template.id or send.meta_template_id,
             "name": template.name,
             "language": template.language,
             "category": template.category,
             "text": template.render_body(values),
         },
-        data={"components": [c.model_dump(exclude_none=True) for c in body.components]},
+        data={"components": send.components},
         template_name=template.name,
         template_language=template.language,
         status={"pending": isoformat(now)},
         current_status="pending",
-        member_id=body.member_id,
+        member_id=send.member_id,
     )
     db.session.add(message)
     _renew_last_message(thread.conversation, now)
     db.session.flush()
-    publish("message.created", organization_id, serialize_message(message))
-    db.session.commit()
+    publish("message.created", organization_id, MessageOut.dump(message))
+    uow.checkpoint("send.pending")
     outbound = OutboundMessage(
         service="whatsapp",
         to=_recipient(address, to, thread.contact_address.provider_id),
         kind="template",
         template_name=template.name,
         template_language=template.language,
-        template_components=meta_components(body.components),
+        template_components=meta_components(send.components),
     )
     conversation = thread.conversation
 
     def pause_agent() -> None:
         # A business-initiated template usually starts a human follow-up: the AI agent stays quiet in this
         # conversation until someone resumes it (do_not_pause keeps it answering).
-        if body.do_not_pause:
+        if send.do_not_pause:
             return
         conversation.ai_paused_at = utcnow()
         publish(
@@ -383,101 +417,3 @@ def send_template(organization_id: uuid.UUID, body: SendTemplateIn) -> dict[str,
         )
 
     return _dispatch(address, message, outbound, on_success=pause_agent)
-
-
-# ---------------------------------------------------------------------------------------------------
-# Idempotency-Key
-
-
-@dataclass
-class Outcome:
-    status: int
-    body: dict[str, Any]
-    headers: dict[str, str] = field(default_factory=dict)
-
-
-def run_idempotent(
-    organization_id: uuid.UUID,
-    key: str | None,
-    scope: str,
-    payload: dict[str, Any],
-    action: Callable[[], dict[str, Any]],
-) -> Outcome:
-    """Stripe's rule: the same key with the same body replays the first result (``Idempotent-Replayed:
-    true``); with another body it is 409; while the first is still running it is 409 too. Errors a retry
-    could fix (429, 5xx) are not kept, so the retry runs again. Keys expire after 24 hours."""
-    if key is None:
-        return Outcome(201, action())
-    key = key.strip()
-    if not key or len(key) > 255:
-        raise ApiError(400, "Idempotency-Key: must be 1-255 characters", param="Idempotency-Key")
-    digest = hashlib.sha256(json.dumps([scope, payload], sort_keys=True, default=str).encode()).hexdigest()
-    claimed = _claim(organization_id, key, digest)
-    if isinstance(claimed, Outcome):
-        return claimed
-    try:
-        body = action()
-    except ApiError as error:
-        record = db.session.get(IdempotencyRecord, claimed)
-        if record is not None:
-            if error.status == 429 or error.status >= 500:
-                db.session.delete(record)
-            else:
-                record.response_status = error.status
-                record.response = {"message": error.message}
-                record.response_headers = dict(error.headers)
-            db.session.commit()
-        raise
-    except Exception:
-        db.session.rollback()
-        db.session.execute(IdempotencyRecord.__table__.delete().where(IdempotencyRecord.id == claimed))
-        db.session.commit()
-        raise
-    record = db.session.get(IdempotencyRecord, claimed)
-    if record is not None:
-        record.response_status = 201
-        record.response = body
-        record.message_id = body.get("id")
-        db.session.commit()
-    return Outcome(201, body)
-
-
-def _claim(organization_id: uuid.UUID, key: str, digest: str) -> uuid.UUID | Outcome:
-    def existing() -> IdempotencyRecord | None:
-        return db.session.scalar(
-            select(IdempotencyRecord).where(
-                IdempotencyRecord.organization_id == organization_id, IdempotencyRecord.key == key
-            )
-        )
-
-    record = existing()
-    if record is not None and record.created_at < utcnow() - IDEMPOTENCY_TTL:
-        db.session.delete(record)
-        db.session.commit()
-        record = None
-    if record is not None:
-        return _replay(record, digest)
-    record = IdempotencyRecord(id=uuid.uuid4(), organization_id=organization_id, key=key, request_hash=digest)
-    db.session.add(record)
-    try:
-        db.session.commit()
-    except IntegrityError:  # the same key arrived twice at once: the other request owns it
-        db.session.rollback()
-        other = existing()
-        if other is None:
-            raise ApiError(409, "A request with this Idempotency-Key is in progress") from None
-        return _replay(other, digest)
-    return record.id
-
-
-def _replay(record: IdempotencyRecord, digest: str) -> Outcome:
-    if record.request_hash != digest:
-        raise ApiError(
-            409, "Idempotency-Key was already used with a different request", param="Idempotency-Key"
-        )
-    if record.response_status is None:
-        raise ApiError(409, "A request with this Idempotency-Key is in progress", param="Idempotency-Key")
-    headers = {**(record.response_headers or {}), "Idempotent-Replayed": "true"}
-    if record.response_status >= 400:
-        raise ApiError(record.response_status, (record.response or {}).get("message"), headers=headers)
-    return Outcome(record.response_status, dict(record.response or {}), headers)

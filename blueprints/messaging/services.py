@@ -9,8 +9,8 @@ callers need only ``blueprints.messaging.services``.
 from __future__ import annotations
 
 import uuid
-from datetime import datetime, timedelta
-from typing import Any
+from dataclasses import dataclass
+from datetime import datetime
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import selectinload
@@ -22,15 +22,13 @@ from blueprints.messaging.contacts import (
     get_contact,
     link_crm_contact,
     list_contacts,
+    move_crm_links,
     update_contact,
 )
-from blueprints.messaging.ingest import IngestResult, ingest_events
+from blueprints.messaging.ingest import ingest_events
 from blueprints.messaging.models import (
     Conversation,
     Message,
-)
-from blueprints.messaging.schemas import (
-    MessageListQuery,
 )
 from blueprints.messaging.sending import (  # re-exported: one import point for other modules
     ADDRESS_NOT_FOUND,
@@ -39,22 +37,19 @@ from blueprints.messaging.sending import (  # re-exported: one import point for 
     SEND_FAILED,
     SERVICE_WINDOW,
     TEMPLATE_LOOKUP_FAILED,
-    Outcome,
-    run_idempotent,
     send_message,
     send_template,
     sendable_address,
 )
-from blueprints.messaging.serialize import serialize_conversation, serialize_message
 from blueprints.messaging.threads import (
     contact_address_for,
     crm_contact_for_phone,
     parse_uuid,
 )
-from core.db import db, isoformat, utcnow
+from core.db import db, utcnow
 from core.errors import ApiError
-from core.pagination import paginate
-from core.timeutil import parse_iso_datetime
+from core.pagination import Page, paginate
+from core.tenancy import find_for_org
 
 __all__ = [
     "ADDRESS_NOT_FOUND",
@@ -63,14 +58,14 @@ __all__ = [
     "SEND_FAILED",
     "SERVICE_WINDOW",
     "TEMPLATE_LOOKUP_FAILED",
-    "IngestResult",
-    "Outcome",
+    "Window",
     "contact_address_for",
     "conversation_belongs",
     "conversation_transcript",
     "create_contact",
     "crm_contact_for_phone",
     "delete_contact",
+    "existing_conversation_ids",
     "get_contact",
     "get_conversation",
     "get_message",
@@ -78,7 +73,7 @@ __all__ = [
     "link_crm_contact",
     "list_contacts",
     "list_messages",
-    "run_idempotent",
+    "move_crm_links",
     "send_message",
     "send_template",
     "sendable_address",
@@ -91,7 +86,13 @@ __all__ = [
 # Service window and reading
 
 
-def service_window(organization_id: uuid.UUID, contact: str, organization_address: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Window:
+    status: str  # "open" or "closed"
+    expires_at: datetime | None = None
+
+
+def service_window(organization_id: uuid.UUID, contact: str, organization_address: str) -> Window:
     """``open`` while the contact's last incoming message (by the provider's timestamp) is < 24 h old."""
     address = get_address(organization_id, organization_address)
     if address is None:
@@ -105,82 +106,74 @@ def service_window(organization_id: uuid.UUID, contact: str, organization_addres
             Conversation.contact_address == contact_address,
         )
     )
-    now = utcnow()
-    if last is not None and now - last < SERVICE_WINDOW:
-        return {"status": "open", "expires_at": isoformat(last + SERVICE_WINDOW)}
-    return {"status": "closed", "expires_at": None}
+    if last is not None and utcnow() - last < SERVICE_WINDOW:
+        return Window("open", last + SERVICE_WINDOW)
+    return Window("closed")
 
 
-def get_message(organization_id: uuid.UUID, message_id: str) -> dict[str, Any]:
-    identifier = parse_uuid(message_id)
-    message = (
-        db.session.scalar(
-            select(Message).where(Message.id == identifier, Message.organization_id == organization_id)
-        )
-        if identifier
-        else None
-    )
+def get_message(organization_id: uuid.UUID, message_id: str) -> Message:
+    message = find_for_org(Message, message_id, organization_id)
     if message is None:
         raise ApiError(404, "Message not found")
-    return serialize_message(message)
+    return message
 
 
-def list_messages(organization_id: uuid.UUID, query: MessageListQuery) -> dict[str, Any]:
-    """The latest ``take`` messages (after skipping the ``skip`` latest), oldest first for display."""
+def list_messages(
+    organization_id: uuid.UUID,
+    *,
+    conversation_id: uuid.UUID | None = None,
+    direction: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    before: datetime | None = None,
+    skip: int = 0,
+    take: int = 20,
+) -> Page[Message]:
+    """The latest ``take`` messages (after skipping the ``skip`` latest), oldest first for display;
+    ``since`` and ``until`` are inclusive, ``before`` is not."""
     statement = select(Message).where(Message.organization_id == organization_id)
-    if query.conversation_id:
-        statement = statement.where(Message.conversation_id == query.conversation_id)
-    if query.direction:
-        statement = statement.where(Message.direction == query.direction)
-    if query.start_date:
-        statement = statement.where(Message.timestamp >= parse_iso_datetime(query.start_date))
-    if query.end_date:
-        end = parse_iso_datetime(query.end_date)
-        if len(query.end_date.strip()) == 10:  # a bare date includes its whole (UTC) day
-            statement = statement.where(Message.timestamp < end + timedelta(days=1))
-        else:
-            statement = statement.where(Message.timestamp <= end)
+    if conversation_id:
+        statement = statement.where(Message.conversation_id == conversation_id)
+    if direction:
+        statement = statement.where(Message.direction == direction)
+    if since is not None:
+        statement = statement.where(Message.timestamp >= since)
+    if until is not None:
+        statement = statement.where(Message.timestamp <= until)
+    if before is not None:
+        statement = statement.where(Message.timestamp < before)
     statement = statement.order_by(Message.timestamp.desc(), Message.created_at.desc(), Message.id.desc())
-    page = paginate(statement, offset=query.skip, limit=query.take)
-    return {
-        "data": [serialize_message(m) for m in reversed(page.items)],
-        "total": page.total,
-        "skip": query.skip,
-        "take": query.take,
-    }
+    page = paginate(statement, offset=skip, limit=take)
+    return Page(items=list(reversed(page.items)), total=page.total)
 
 
-def get_conversation(organization_id: uuid.UUID, conversation_id: str) -> dict[str, Any]:
-    conversation = _conversation(organization_id, conversation_id)
+def get_conversation(organization_id: uuid.UUID, conversation_id: str | uuid.UUID) -> Conversation:
+    conversation = find_for_org(
+        Conversation, conversation_id, organization_id, options=[selectinload(Conversation.contact)]
+    )
     if conversation is None:
         raise ApiError(404, "Conversation not found")
-    return serialize_conversation(conversation, conversation.contact)
+    return conversation
 
 
-def _conversation(organization_id: uuid.UUID, conversation_id: str | uuid.UUID) -> Conversation | None:
-    identifier = parse_uuid(conversation_id)
-    if identifier is None:
-        return None
-    return db.session.scalar(
-        select(Conversation)
-        .options(selectinload(Conversation.contact))
-        .where(Conversation.id == identifier, Conversation.organization_id == organization_id)
+def existing_conversation_ids(organization_id: uuid.UUID, ids: list[str]) -> set[str]:
+    """Which of ``ids`` name a conversation of the organization (one query; malformed ids name none)."""
+    parsed = {parse_uuid(i): i for i in ids}
+    parsed.pop(None, None)
+    if not parsed:
+        return set()
+    found = db.session.scalars(
+        select(Conversation.id).where(
+            Conversation.organization_id == organization_id, Conversation.id.in_(list(parsed))
+        )
     )
+    return {parsed[identifier] for identifier in found}
 
 
 def conversation_belongs(organization_id: str, conversation_id: str) -> bool:
     """Socket.IO room check: may a client of ``organization_id`` follow this conversation?"""
     organization = parse_uuid(organization_id)
-    identifier = parse_uuid(conversation_id)
-    if organization is None or identifier is None:
-        return False
-    return bool(
-        db.session.scalar(
-            select(Conversation.id).where(
-                Conversation.id == identifier, Conversation.organization_id == organization
-            )
-        )
-    )
+    return organization is not None and find_for_org(Conversation, conversation_id, organization) is not None
 
 
 def conversation_transcript(
@@ -189,7 +182,7 @@ def conversation_transcript(
     """(direction, text, timestamp) of every message, oldest first; None when the conversation is not
     the organization's. Media appear as ``[image] caption``; templates as their rendered body."""
     organization = parse_uuid(organization_id)
-    if organization is None or _conversation(organization, conversation_id) is None:
+    if organization is None or find_for_org(Conversation, conversation_id, organization) is None:
         return None
     rows = db.session.scalars(
         select(Message)

@@ -1,7 +1,7 @@
 """Finding or creating contacts and conversations in bulk, and moving message statuses forward.
 
 Shared by webhook ingestion (hundreds of messages per delivery: a constant number of queries) and by
-sends (one thread). Helpers here only flush; the calling service commits.
+sends (one thread). Helpers here only flush; the unit of work of the caller commits.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Rules for organizations and API keys. Functions take plain values, never the Flask request."""
+"""Rules for organizations and API keys. Functions take plain values, never the Flask request, and never
+commit: the caller's unit of work does (``core.uow``; the CLI blocks use ``in_environment``)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from blueprints.organizations.models import PRODUCTS, ApiKey, Organization
 from core.db import db, utcnow
 from core.environments import KEY_PREFIXES
 from core.errors import ApiError
+from core.text import LIKE_ESCAPE, prefix_pattern
 
 _ALPHABET = string.ascii_letters + string.digits
 SECRET_LENGTH = 40
@@ -49,7 +51,7 @@ def create_organization(
         id=organization_id or uuid.uuid4(), name=name, products=normalize_products(products)
     )
     db.session.add(organization)
-    db.session.commit()
+    db.session.flush()
     return organization
 
 
@@ -87,7 +89,7 @@ def issue_api_key(
         expires_at=expires_at,
     )
     db.session.add(key)
-    db.session.commit()
+    db.session.flush()
     return IssuedKey(key, plaintext)
 
 
@@ -153,8 +155,11 @@ def keys_matching(prefix: str) -> list[ApiKey]:
         return list(db.session.scalars(select(ApiKey).where(ApiKey.prefix == prefix[:shown])))
     if len(prefix) < MIN_REVOKE_PREFIX:
         return []
-    escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return list(db.session.scalars(select(ApiKey).where(ApiKey.prefix.like(f"{escaped}%", escape="\\"))))
+    return list(
+        db.session.scalars(
+            select(ApiKey).where(ApiKey.prefix.like(prefix_pattern(prefix), escape=LIKE_ESCAPE))
+        )
+    )
 
 
 def revoke_api_keys(prefix: str) -> list[ApiKey]:
@@ -165,7 +170,7 @@ def revoke_api_keys(prefix: str) -> list[ApiKey]:
         if key.active:
             key.active = False
             key.revoked_at = now
-    db.session.commit()
+    db.session.flush()
     return keys
 
 

@@ -228,7 +228,9 @@ def test_revoke_refuses_an_ambiguous_or_too_short_prefix(app, runner: FlaskCliRu
 
     from blueprints.organizations.services import get_organization, issue_api_key
 
-    with app.app_context():
+    from core.environments import LIVE, in_environment
+
+    with in_environment(app, LIVE):  # one unit of work: committed on exit
         organization = get_organization(uuid_module.UUID(org.id))
         for tail in ("1111", "2222"):
             issue_api_key(organization, "live", plaintext="sk_live_ABCD" + tail + "x" * 32)

@@ -106,3 +106,14 @@ def test_unknown_query_parameters_are_refused_naming_them(client: FlaskClient, o
     assert without_model.status_code == 400
     assert without_model.get_json()["message"].startswith("status: unknown query parameter")
     assert client.get(f"{base}/probe/listed?limit=5", headers=org.headers()).get_json() == {"limit": 5}
+
+
+def test_a_savepoint_before_any_write_is_no_early_commit(app: Flask, commits: Any) -> None:
+    """On SQLite too: the writes inside a SAVEPOINT are kept only if the unit of work commits."""
+    with app.app_context():
+        with commits() as counted:
+            with db.session.begin_nested():
+                db.session.add(Organization(name="inside-savepoint", products=[]))
+            uow.rollback()
+        assert counted.count == 0
+    assert not _exists(app, "inside-savepoint")

@@ -50,16 +50,24 @@ def create(client: FlaskClient, org: Org, payload: dict[str, Any]):
     return client.post(msg(org, "/broadcasts"), json=payload, headers=org.headers())
 
 
+def create_and_run(client: FlaskClient, org: Org, payload: dict[str, Any]) -> dict[str, Any]:
+    """Create; the inline queue of the tests runs the job once the request committed, before it answers."""
+    response = create(client, org, payload)
+    assert response.status_code == 201, response.get_json()
+    created = response.get_json()
+    assert created["status"] == "sending"  # answered before the job starts, as with a real queue
+    detail = client.get(msg(org, f"/broadcasts/{created['id']}"), headers=org.headers())
+    return detail.get_json()
+
+
 def test_broadcast_sends_to_every_recipient_and_reports_each(
     client: FlaskClient, org: Org, wa: Channel, meta: FakeMetaGraph, template: dict[str, Any]
 ) -> None:
     recipients = numbers(5)
     payload = body(wa, template["id"], recipients)
     payload["recipients"][0]["components"] = named("Ana")
-    response = create(client, org, payload)
-    assert response.status_code == 201, response.get_json()
-    broadcast = response.get_json()
-    assert broadcast["status"] == "completed"  # the inline queue of the tests runs it at once
+    broadcast = create_and_run(client, org, payload)
+    assert broadcast["status"] == "completed"
     assert broadcast["total"] == 5 and broadcast["counts"]["sent"] == 5
     assert broadcast["template_name"] == "promo"
     assert [r["state"] for r in broadcast["recipients"]] == ["sent"] * 5
@@ -145,7 +153,7 @@ def test_failures_are_reported_per_recipient(
 ) -> None:
     recipients = numbers(3)
     meta.undeliverable.add(recipients[1].lstrip("+"))
-    broadcast = create(client, org, body(wa, template["id"], recipients)).get_json()
+    broadcast = create_and_run(client, org, body(wa, template["id"], recipients))
     states = {r["to"]: r["state"] for r in broadcast["recipients"]}
     assert states == {recipients[0]: "sent", recipients[1]: "failed", recipients[2]: "sent"}
     failed = next(r for r in broadcast["recipients"] if r["state"] == "failed")
@@ -199,9 +207,7 @@ def test_a_thousand_recipients_interrupted_and_resumed_each_sent_exactly_once(
     assert create(client, org, body(wa, template["id"], recipients)).status_code == 201
     assert len(meta.sends()) == 437
     with app.app_context():
-        [broadcast_id] = [
-            b["id"] for b in broadcasts.list_broadcasts(uuid.UUID(org.id), _query()).get("data")
-        ]
+        [broadcast_id] = [b.id for b in broadcasts.list_broadcasts(uuid.UUID(org.id)).items]
     detail = client.get(msg(org, f"/broadcasts/{broadcast_id}"), headers=org.headers()).get_json()
     assert detail["status"] == "sending"
     assert (
@@ -219,12 +225,6 @@ def test_a_thousand_recipients_interrupted_and_resumed_each_sent_exactly_once(
     sent_to = Counter(s.body["to"] for s in meta.sends())
     assert len(sent_to) == 1000 and set(sent_to.values()) == {1}
     assert sorted(sent_to) == sorted(r.lstrip("+") for r in recipients)
-
-
-def _query() -> Any:
-    from blueprints.inbox.schemas import BroadcastListQuery
-
-    return BroadcastListQuery()
 
 
 def test_cancel_stops_the_rest(
@@ -260,3 +260,58 @@ def test_other_organization_cannot_see_a_broadcast(
     assert (
         client.get(msg(org, f"/broadcasts/{broadcast['id']}"), headers=other_org.headers()).status_code == 403
     )
+
+
+def test_a_resume_racing_a_live_worker_sends_each_recipient_once(
+    app: Flask,
+    client: FlaskClient,
+    org: Org,
+    wa: Channel,
+    meta: FakeMetaGraph,
+    template: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The live worker is mid-send (recipient claimed, provider not answered yet) when a resume with
+    ``--older-than 0`` starts: the resume must not take that recipient, nor any other."""
+    import threading
+
+    from blueprints.inbox.services import broadcasts
+    from core.environments import LIVE, in_environment
+
+    recipients = numbers(6)
+    original = broadcasts.send_template
+    in_flight, go_on = threading.Event(), threading.Event()
+
+    def slow_send(organization_id: uuid.UUID, payload: Any) -> Any:
+        if payload.to == recipients[2] and not go_on.is_set():
+            in_flight.set()
+            assert go_on.wait(10)
+        return original(organization_id, payload)
+
+    # create it without running it: the job is what the test starts by hand
+    monkeypatch.setattr(broadcasts.run_broadcast_job, "enqueue", lambda *args: None)
+    monkeypatch.setattr(broadcasts, "send_template", slow_send)
+    broadcast_id = create(client, org, body(wa, template["id"], recipients)).get_json()["id"]
+    errors: list[BaseException] = []
+
+    def live_worker() -> None:
+        try:
+            with in_environment(app, LIVE):
+                broadcasts.run_broadcast(uuid.UUID(org.id), broadcast_id)
+        except BaseException as error:  # reported below
+            errors.append(error)
+
+    worker = threading.Thread(target=live_worker)
+    worker.start()
+    assert in_flight.wait(10)
+    monkeypatch.undo()  # the resumer sends normally (and enqueues for real)
+    resumed = app.test_cli_runner().invoke(args=["broadcasts", "resume", "--older-than", "0"])
+    assert resumed.exit_code == 0, resumed.output
+    assert "live: resumed 1 broadcast(s)" in resumed.output  # resumed, and it found the lease held
+    go_on.set()
+    worker.join(20)
+    assert not errors, errors
+    detail = client.get(msg(org, f"/broadcasts/{broadcast_id}"), headers=org.headers()).get_json()
+    assert detail["status"] == "completed" and detail["counts"]["sent"] == 6
+    sent_to = Counter(s.body["to"] for s in meta.sends())
+    assert set(sent_to.values()) == {1} and len(sent_to) == 6

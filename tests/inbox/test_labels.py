@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from flask.testing import FlaskClient
 
 from tests.conftest import Org
@@ -79,6 +81,8 @@ def test_enriched_labels(client: FlaskClient, org: Org, make_conversation: MakeC
 def test_trigger_label_starts_the_flow_and_interrupt_stops_it(
     client: FlaskClient, org: Org, make_conversation: MakeConversation
 ) -> None:
+    bot = {"id": "ai_bot", "name": "Bot", "ai": True, "organization_id": org.id}
+    assert client.post(msg(org, "/members"), json=bot, headers=org.headers()).status_code in (200, 201)
     flow = client.post(
         msg(org, "/flows"),
         json={
@@ -111,6 +115,22 @@ def test_flow_crud(client: FlaskClient, org: Org) -> None:
     )
     assert client.delete(f"{url}/{flow['id']}", headers=org.headers()).status_code == 200
     assert client.get(f"{url}/{flow['id']}", headers=org.headers()).status_code == 404
+
+
+def test_a_flow_runs_as_a_member_of_its_own_organization(
+    client: FlaskClient, org: Org, other_org: Org, make_member: Callable[..., str]
+) -> None:
+    theirs = make_member(other_org, "Their bot", ai=True)
+    url = msg(org, "/flows")
+    for member_id in (theirs, "nobody"):
+        refused = client.post(url, json={"name": "F", "member_id": member_id}, headers=org.headers())
+        assert refused.status_code == 400
+        assert refused.get_json()["message"].startswith("member_id: no member")
+    ours = make_member(org, "Our bot", ai=True)
+    flow = client.post(url, json={"name": "F", "member_id": ours}, headers=org.headers()).get_json()
+    moved = client.patch(f"{url}/{flow['id']}", json={"member_id": theirs}, headers=org.headers())
+    assert moved.status_code == 400
+    assert client.get(f"{url}/{flow['id']}", headers=org.headers()).get_json()["member_id"] == ours
 
 
 def test_addresses_by_label(

@@ -8,6 +8,7 @@ import uuid
 from flask import Flask
 from flask.testing import FlaskClient
 
+from core.environments import in_environment
 from tests.conftest import Org
 from tests.inbox.conftest import MakeConversation, msg, set_status
 
@@ -142,9 +143,9 @@ def test_concurrent_assignments_never_give_one_conversation_to_two_members(
 
     def worker(team: str, cid: str) -> None:
         try:
-            with app.app_context():
+            with in_environment(app, "live"):
                 barrier.wait(timeout=10)
-                assign_team_service(uuid.UUID(org.id), cid, team, None)
+                assign_team_service(uuid.UUID(org.id), cid, team, None, actor="test")
         except BaseException as error:
             errors.append(error)
 
@@ -183,7 +184,7 @@ def test_concurrent_routing_assigns_exactly_once(
 
     def worker() -> None:
         try:
-            with app.app_context():
+            with in_environment(app, "live"):
                 barrier.wait(timeout=10)
                 results.append(route(uuid.UUID(org.id), cid))
         except BaseException as error:

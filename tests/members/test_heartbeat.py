@@ -11,7 +11,8 @@ from flask.testing import FlaskClient, FlaskCliRunner
 from sqlalchemy import select
 
 from blueprints.members.models import Member, MemberConnection
-from blueprints.members.services.heartbeat import beat, sweep_stale
+from blueprints.members.realtime import beat
+from blueprints.members.services.heartbeat import sweep_stale
 from core.db import db, utcnow
 from core.realtime import socketio
 from tests.conftest import Org
@@ -63,6 +64,7 @@ def test_connections_of_a_dead_process_are_swept_and_the_member_goes_offline(
     with app.app_context():
         assert sweep_stale() == [member["id"]]
         assert db.session.scalars(select(MemberConnection)).all() == []
+        db.session.commit()  # the sweep's unit of work (a job commits it when it ends)
     row = _row(client, org, member["id"])
     assert row["status"] == "offline" and row["chosen_status"] == "online"
     history = client.get(mem(org, "/members/status-history/organization"), headers=org.headers()).get_json()

@@ -11,7 +11,7 @@ from tests.conftest import Org
 from tests.members.conftest import INVALID_TOKEN, NO_ACCESS, ROUTE_NOT_FOUND, error, msg
 
 
-def test_create_generates_prefixed_ids_and_returns_every_field(client: FlaskClient, org: Org) -> None:
+def test_create_generates_uuid_ids_and_returns_every_field(client: FlaskClient, org: Org) -> None:
     user_id = str(uuid.uuid4())
     human = client.post(
         msg(org),
@@ -27,7 +27,8 @@ def test_create_generates_prefixed_ids_and_returns_every_field(client: FlaskClie
     )
     assert human.status_code == 201
     body = human.get_json()
-    assert body["id"].startswith("mem_") and len(body["id"]) > 10
+    # the "member UUID" the CRM's member fields speak of
+    assert str(uuid.UUID(body["id"])) == body["id"]
     assert body["organization_id"] == org.id
     assert body["ai"] is False
     assert body["user_id"] == user_id
@@ -37,7 +38,8 @@ def test_create_generates_prefixed_ids_and_returns_every_field(client: FlaskClie
     bot = client.post(
         msg(org), json={"name": "Bot", "ai": True, "organization_id": org.id}, headers=org.headers()
     )
-    assert bot.get_json()["id"].startswith("ai_")
+    assert str(uuid.UUID(bot.get_json()["id"])) == bot.get_json()["id"]
+    assert bot.get_json()["id"] != body["id"]
     assert bot.get_json()["user_id"] is None and bot.get_json()["extra"] == {}
 
 

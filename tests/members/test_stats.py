@@ -25,6 +25,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from blueprints.members.services import presence
+from core.environments import LIVE, in_environment
 from tests.conftest import Org
 from tests.members.conftest import NO_ACCESS, error, mem
 
@@ -53,7 +54,7 @@ def timeline(app: Flask, client: FlaskClient, org: Org, make_member) -> dict[str
         (ana, "offline", None, "2026-11-02T03:00"),
         (ana, "online", None, "2026-11-02T07:00"),
     ]
-    with app.app_context():
+    with in_environment(app, LIVE):  # one unit of work, committed when the block ends
         for member_id, status, reason, when in changes:
             presence.change_status(
                 organization_id,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 
 from flask import Flask
 from flask.testing import FlaskClient, FlaskCliRunner
@@ -37,11 +38,11 @@ def test_creates_user_and_member(app: Flask, runner: FlaskCliRunner, client: Fla
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert data["email"] == "lead@example.test" and data["role"] == "supervisor"
-    assert data["member_id"].startswith("mem_")
+    assert str(uuid.UUID(data["member_id"])) == data["member_id"]  # a generated member id is a UUID
     member = client.get(msg(org, f"/{data['member_id']}"), headers=org.headers()).get_json()
     assert member["user_id"] == data["user_id"] and member["ai"] is False and member["name"] == "Lu"
     with app.app_context():
-        user = db.session.get(User, __import__("uuid").UUID(data["user_id"]))
+        user = db.session.get(User, uuid.UUID(data["user_id"]))
         assert user is not None
         assert user.password_hash.startswith("$argon2id$") and "s3cret-pass" not in user.password_hash
         assert authenticate("LEAD@example.test", "s3cret-pass") is not None

@@ -9,6 +9,7 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
+from core.environments import in_environment
 from tests.conftest import Org
 from tests.fakes.fixtures import Channel, Deliver, msg
 from tests.messaging.helpers import open_window
@@ -189,9 +190,23 @@ def test_crm_link_by_normalised_phone(
     assert crm_resolver == [(wa.org.id, "+525512345678")]
     other = create(client, wa.org, addresses=[{"service": "whatsapp", "address": "+525599990000"}]).get_json()
     assert other["crm_contact_id"] is None
-    with app.app_context():
+    with in_environment(app, "live"):  # one unit of work: it commits on exit
         assert link_crm_contact(uuid.UUID(wa.org.id), "+52 1 55 9999 0000", "crm-new") == 1
     assert (
         client.get(wa.path(f"/contacts/{other['id']}"), headers=wa.org.headers()).get_json()["crm_contact_id"]
         == "crm-new"
     )
+
+
+def test_search_takes_like_wildcards_literally(client: FlaskClient, org: Org) -> None:
+    for name in ("100% real", "100 percent", "a_b", "axb"):
+        assert create(client, org, name=name).status_code == 201
+
+    def found(search: str) -> list[str]:
+        response = client.get(msg(org, "/contacts"), headers=org.headers(), query_string={"search": search})
+        return sorted(c["name"] for c in response.get_json()["data"])
+
+    assert found("100%") == ["100% real"]
+    assert found("a_b") == ["a_b"]
+    assert found("%") == ["100% real"]
+    assert found("_") == ["a_b"]

@@ -52,10 +52,8 @@ def test_joining_a_conversation_room_and_its_guard(
     follower.get_received()
     outsider.get_received()
     deliver(wa_delivery(wa_change(wa.address, messages=[wa_text(CONTACT, "otra pregunta")])))
-    # once through the organization room, once through the conversation room
-    assert [e["data"]["content"]["text"] for e in received(follower, "message.created")] == [
-        "otra pregunta"
-    ] * 2
+    # in the organization room and the conversation room, and still delivered once
+    assert [e["data"]["content"]["text"] for e in received(follower, "message.created")] == ["otra pregunta"]
     assert received(outsider, "message.created") == []
     send(client, wa, text_body(wa))
     updates = received(follower, "message.updated")

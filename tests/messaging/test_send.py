@@ -3,15 +3,20 @@ mapped, Instagram and Messenger, and ``Idempotency-Key``."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
+from sqlalchemy import func, select
 
+from blueprints.messaging.models import Contact, Conversation, Message
+from core.db import db
 from tests.conftest import Org
 from tests.fakes.fixtures import TOKEN, Channel, Connect, Deliver, msg
 from tests.fakes.meta_graph import FakeMetaGraph
+from tests.fakes.meta_webhooks import wa_change, wa_delivery, wa_text
 from tests.messaging.helpers import CONTACT, CONTACT_E164, get_message, open_window, send, text_body
 
 FAILED = {"statusCode": 400, "message": "Message failed to send"}
@@ -205,17 +210,59 @@ def test_service_must_match_the_address(client: FlaskClient, wa: Channel) -> Non
     assert response.get_json()["message"].startswith("service:")
 
 
-def test_outside_the_window_the_failed_message_is_stored_with_its_error(
-    client: FlaskClient, wa: Channel, meta: FakeMetaGraph
+def _stored(app: Flask) -> dict[str, Any]:
+    """What the stores hold: row counts and each conversation's last_message_at."""
+    with app.app_context():
+        return {
+            "contacts": db.session.scalar(select(func.count()).select_from(Contact)),
+            "messages": db.session.scalar(select(func.count()).select_from(Message)),
+            "conversations": sorted(
+                (str(c.id), str(c.last_message_at)) for c in db.session.scalars(select(Conversation))
+            ),
+        }
+
+
+def test_a_send_refused_for_a_closed_window_leaves_nothing_behind(
+    app: Flask, client: FlaskClient, wa: Channel, meta: FakeMetaGraph
 ) -> None:
     response = send(client, wa, text_body(wa))
     assert response.status_code == 400 and response.get_json() == FAILED
-    message = get_message(client, wa, response.headers["X-Message-Id"])
-    assert message["current_status"] == "failed"
-    assert set(message["status"]) == {"pending", "failed", "error"}
-    assert message["status"]["error"]["code"] == 131047
-    assert message["external_id"] is None
+    assert "X-Message-Id" not in response.headers  # no message was kept to point at
+    assert _stored(app) == {"contacts": 0, "messages": 0, "conversations": []}
     assert meta.sends() == []  # the desk knew: no call to Meta
+
+
+def test_a_closed_window_keeps_the_existing_conversation_as_it_was(
+    app: Flask, client: FlaskClient, wa: Channel, deliver: Deliver, meta: FakeMetaGraph
+) -> None:
+    two_days_ago = str(int(time.time()) - 2 * 24 * 3600)
+    deliver(wa_delivery(wa_change(wa.address, messages=[wa_text(CONTACT, "hola", timestamp=two_days_ago)])))
+    before = _stored(app)
+    assert before["messages"] == 1 and len(before["conversations"]) == 1
+    response = send(client, wa, text_body(wa))
+    assert response.status_code == 400 and response.get_json() == FAILED
+    assert _stored(app) == before  # no failed message, last_message_at not moved
+    assert meta.sends() == []
+
+
+def test_a_send_refused_for_another_reason_leaves_nothing_behind(
+    app: Flask, client: FlaskClient, wa: Channel, ig: Channel
+) -> None:
+    refused = [
+        send(client, wa, text_body(wa, contact="12")),  # not a phone number
+        send(client, wa, {**text_body(wa), "organization_address": "unknown"}),
+        send(client, wa, {**text_body(wa), "service": "instagram"}),
+        send(
+            client,
+            ig,
+            {
+                **text_body(ig, contact="1234"),
+                "content": {"kind": "location", "location": {"latitude": 1, "longitude": 2}},
+            },
+        ),
+    ]
+    assert [r.status_code for r in refused] == [400, 404, 400, 400]
+    assert _stored(app) == {"contacts": 0, "messages": 0, "conversations": []}
 
 
 def _failed_send(client: FlaskClient, channel: Channel, status: int = 400) -> dict[str, Any]:
@@ -328,16 +375,33 @@ def test_same_key_with_another_body_is_409(client: FlaskClient, wa: Channel, del
     }
 
 
-def test_keys_are_per_organization_and_errors_replay(
-    client: FlaskClient, wa: Channel, meta: FakeMetaGraph
+def test_errors_replay_and_keys_are_per_organization(
+    client: FlaskClient, wa: Channel, deliver: Deliver, meta: FakeMetaGraph, make_org: Any, connect: Connect
 ) -> None:
     first = send(client, wa, text_body(wa), **{"Idempotency-Key": "k2"})  # outside the window
     again = send(client, wa, text_body(wa), **{"Idempotency-Key": "k2"})
     assert first.status_code == again.status_code == 400
-    assert again.get_json() == FAILED
-    assert again.headers["X-Message-Id"] == first.headers["X-Message-Id"]
+    assert again.get_json() == FAILED and again.headers["Idempotent-Replayed"] == "true"
+    open_window(deliver, wa)
+    # the answer was kept: the same key still says 400 although the window is open now
+    assert send(client, wa, text_body(wa), **{"Idempotency-Key": "k2"}).status_code == 400
     listed = client.get(wa.path("/messages"), headers=wa.org.headers()).get_json()
-    assert listed["total"] == 1
+    assert listed["total"] == 1  # only the contact's message
+    # a provider refusal is kept with its message id
+    meta.undeliverable.add(CONTACT)
+    failed = send(client, wa, text_body(wa, text="x"), **{"Idempotency-Key": "k4"})
+    replay = send(client, wa, text_body(wa, text="x"), **{"Idempotency-Key": "k4"})
+    assert failed.status_code == replay.status_code == 400
+    assert replay.headers["X-Message-Id"] == failed.headers["X-Message-Id"]
+    meta.undeliverable.clear()
+    other = make_org()
+    connect(other, "whatsapp", "106540352240000")
+    other_channel = Channel(other, "whatsapp", "106540352240000")
+    open_window(deliver, other_channel)
+    # another organization's k2 is its own key
+    assert (
+        send(client, other_channel, text_body(other_channel), **{"Idempotency-Key": "k2"}).status_code == 201
+    )
 
 
 def test_retryable_errors_are_not_kept(
@@ -413,15 +477,14 @@ def test_messenger_outside_window_code_10_is_mapped(
 def test_a_key_still_in_use_is_409(app: Flask, client: FlaskClient, wa: Channel, deliver: Deliver) -> None:
     from sqlalchemy import update
 
-    from blueprints.messaging.models import IdempotencyRecord
-    from core.db import db
+    from core.idempotency import IdempotencyKey
 
     open_window(deliver, wa)
     body = text_body(wa)
     assert send(client, wa, body, **{"Idempotency-Key": "busy"}).status_code == 201
     with app.app_context():
         # what a concurrent request holding the key looks like: claimed, no response yet
-        db.session.execute(update(IdempotencyRecord).values(response_status=None, response=None))
+        db.session.execute(update(IdempotencyKey).values(response_status=None, response=None))
         db.session.commit()
     response = send(client, wa, body, **{"Idempotency-Key": "busy"})
     assert response.status_code == 409

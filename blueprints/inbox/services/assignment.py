@@ -17,18 +17,18 @@ assignments can never give one conversation to two members, on SQLite and Postgr
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 
 from blueprints.inbox.models import MemberAssignment, RoutingRule
-from blueprints.inbox.services.common import conversation_or_404, record_event
+from blueprints.inbox.services.common import conversation_or_404, publish_updated, record_event
 from blueprints.members.models import Member, Team, TeamMember
 from blueprints.members.services.members import find_member
 from blueprints.members.services.teams import find_team, members_of
+from blueprints.messaging import conversation_state
 from blueprints.messaging.models import Conversation
-from blueprints.messaging.serialize import serialize_conversation
 from core.db import db, isoformat, utcnow
 from core.errors import ApiError
 from core.events import publish
@@ -39,7 +39,11 @@ _NEVER = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def _touch_member(organization_id: uuid.UUID, member_id: str) -> None:
-    row = db.session.get(MemberAssignment, (organization_id, member_id))
+    row = db.session.scalar(
+        select(MemberAssignment).where(
+            MemberAssignment.organization_id == organization_id, MemberAssignment.member_id == member_id
+        )
+    )
     if row is None:
         db.session.add(
             MemberAssignment(organization_id=organization_id, member_id=member_id, last_assigned_at=utcnow())
@@ -48,13 +52,12 @@ def _touch_member(organization_id: uuid.UUID, member_id: str) -> None:
         row.last_assigned_at = utcnow()
 
 
-def _record_assignment(
-    conversation: Conversation, member_id: str, assigned_by: str, previous: str | None
-) -> None:
-    now = utcnow()
-    extra = dict(conversation.extra or {})
-    extra["assignment"] = {"member_id": member_id, "assigned_by": assigned_by, "assigned_at": isoformat(now)}
-    conversation.extra = extra
+def _assignment_record(member_id: str, assigned_by: str) -> dict[str, str | None]:
+    return {"member_id": member_id, "assigned_by": assigned_by, "assigned_at": isoformat(utcnow())}
+
+
+def _assigned(conversation: Conversation, member_id: str, assigned_by: str, previous: str | None) -> None:
+    """What follows every assignment: the audit event, the member's idle clock and the realtime event."""
     record_event(
         conversation,
         "assignment",
@@ -68,66 +71,56 @@ def _record_assignment(
     )
 
 
-def assign(conversation: Conversation, member_id: str | None, *, assigned_by: str = "manual") -> None:
-    """Assign (or with None unassign) by an explicit choice; the last explicit choice wins."""
-    previous = conversation.member_id
-    if member_id is None:
-        if previous is not None:
-            conversation.member_id = None
-            extra = dict(conversation.extra or {})
-            extra["assignment"] = None
-            conversation.extra = extra
-            record_event(conversation, "unassignment", {"member_id": previous, "by": assigned_by})
-            publish(
-                "conversation.assigned",
-                conversation.organization_id,
-                {"conversation_id": str(conversation.id), "member_id": None, "previous_member_id": previous},
-            )
-        return
+def assign_member(conversation: Conversation, member_id: str, *, assigned_by: str = "manual") -> None:
+    """Assign by an explicit choice (the last explicit choice wins); 400 for an unknown member."""
     if find_member(conversation.organization_id, member_id) is None:
         raise ApiError(400, "extra.member_id: no member with this id in the organization", param="member_id")
+    previous = conversation.member_id
     if previous == member_id:
         return
-    conversation.member_id = member_id
-    _record_assignment(conversation, member_id, assigned_by, previous)
+    conversation_state.set_member(conversation, member_id, _assignment_record(member_id, assigned_by))
+    _assigned(conversation, member_id, assigned_by, previous)
+
+
+def unassign_member(conversation: Conversation, *, actor: str) -> None:
+    previous = conversation.member_id
+    if previous is None:
+        return
+    conversation_state.set_member(conversation, None, None)
+    record_event(conversation, "unassignment", {"member_id": previous, "by": actor})
+    publish(
+        "conversation.assigned",
+        conversation.organization_id,
+        {"conversation_id": str(conversation.id), "member_id": None, "previous_member_id": previous},
+    )
 
 
 def claim(conversation: Conversation, member_id: str, *, expected: str | None, assigned_by: str) -> bool:
     """Compare-and-set assignment: succeeds only if nobody assigned the conversation meanwhile."""
-    db.session.flush()
-    condition = Conversation.member_id.is_(None) if expected is None else Conversation.member_id == expected
-    result = db.session.execute(
-        update(Conversation)
-        .where(Conversation.id == conversation.id, condition)
-        .values(member_id=member_id, updated_at=utcnow())
-        .execution_options(synchronize_session=False)
-    )
-    if result.rowcount != 1:
-        db.session.refresh(conversation)
+    if not conversation_state.claim_member(conversation, member_id, expected=expected):
         return False
-    db.session.refresh(conversation, attribute_names=["member_id", "updated_at"])
-    _record_assignment(conversation, member_id, assigned_by, expected)
+    conversation_state.set_assignment_record(conversation, _assignment_record(member_id, assigned_by))
+    _assigned(conversation, member_id, assigned_by, expected)
     return True
 
 
-def set_team(conversation: Conversation, team_id: str | None, team_name: str | None, *, by: str) -> None:
-    extra = dict(conversation.extra or {})
+def change_team(
+    conversation: Conversation, team_id: str | None, team_name: str | None, *, actor: str
+) -> None:
+    """Set the team (``team_name`` defaults to the team's name) or with None remove it; 400 for an unknown
+    team."""
     if team_id is None:
         if conversation.team_id is not None:
-            record_event(conversation, "team_removed", {"team_id": conversation.team_id, "by": by})
-        conversation.team_id = None
-        extra["team_name"] = None
-        conversation.extra = extra
+            record_event(conversation, "team_removed", {"team_id": conversation.team_id, "by": actor})
+        conversation_state.set_team(conversation, None, None)
         return
     team = find_team(conversation.organization_id, team_id)
     if team is None:
         raise ApiError(400, "team_id: no team with this id in the organization", param="team_id")
     name = team_name or team.name
-    if conversation.team_id != str(team.id) or extra.get("team_name") != name:
-        record_event(conversation, "team_assigned", {"team_id": str(team.id), "team_name": name, "by": by})
-    conversation.team_id = str(team.id)
-    extra["team_name"] = name
-    conversation.extra = extra
+    if conversation.team_id != str(team.id) or (conversation.extra or {}).get("team_name") != name:
+        record_event(conversation, "team_assigned", {"team_id": str(team.id), "team_name": name, "by": actor})
+    conversation_state.set_team(conversation, str(team.id), name)
 
 
 def available_member(organization_id: uuid.UUID, team_id: str) -> Member | None:
@@ -176,31 +169,34 @@ def _team_members(conversation: Conversation) -> list[Member]:
 
 
 def assign_team(
-    organization_id: uuid.UUID, conversation_id: str, team_id: str, team_name: str | None, *, by: str = "api"
-) -> dict[str, Any]:
+    organization_id: uuid.UUID, conversation_id: str, team_id: str, team_name: str | None, *, actor: str
+) -> tuple[Conversation, str | None]:
+    """Set the team, then give the conversation to an available member of it; returns the conversation
+    and the member assigned (None: nobody available, the team keeps it waiting)."""
     conversation = conversation_or_404(organization_id, conversation_id, lock=True)
-    set_team(conversation, team_id, team_name, by=by)
+    change_team(conversation, team_id, team_name, actor=actor)
     member_id = _auto_assign_in_team(conversation, assigned_by="team")
-    result = serialize_conversation(conversation, conversation.contact)
-    publish(
-        "conversation.updated", organization_id, {"conversation": result, "changes": {"extra": ["team_id"]}}
-    )
-    db.session.commit()
-    return {"conversation": result, "assigned_member_id": member_id}
+    publish_updated(conversation, {"extra": ["team_id"]})
+    return conversation, member_id
 
 
 # ---- routing rules ---------------------------------------------------------------------------------------
 
 
-def serialize_rule(rule: RoutingRule | None, address: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Routing:
+    """Where an address's new conversations go (``target`` none when it has no rule)."""
+
+    organization_address: str
+    target: str
+    team_id: str | None
+    member_id: str | None
+
+
+def _routing(rule: RoutingRule | None, address: str) -> Routing:
     if rule is None:
-        return {"organization_address": address, "target": "none", "team_id": None, "member_id": None}
-    return {
-        "organization_address": rule.organization_address,
-        "target": rule.target,
-        "team_id": rule.team_id,
-        "member_id": rule.member_id,
-    }
+        return Routing(address, "none", None, None)
+    return Routing(rule.organization_address, rule.target, rule.team_id, rule.member_id)
 
 
 def _address_or_404(organization_id: uuid.UUID, address: str) -> None:
@@ -223,14 +219,14 @@ def _rule(organization_id: uuid.UUID, address: str) -> RoutingRule | None:
     )
 
 
-def get_routing(organization_id: uuid.UUID, address: str) -> dict[str, Any]:
+def get_routing(organization_id: uuid.UUID, address: str) -> Routing:
     _address_or_404(organization_id, address)
-    return serialize_rule(_rule(organization_id, address), address)
+    return _routing(_rule(organization_id, address), address)
 
 
 def set_routing(
     organization_id: uuid.UUID, address: str, target: str, team_id: str | None, member_id: str | None
-) -> dict[str, Any]:
+) -> Routing:
     _address_or_404(organization_id, address)
     if target == "team" and find_team(organization_id, team_id or "") is None:
         raise ApiError(400, "team_id: no team with this id in the organization", param="team_id")
@@ -239,12 +235,13 @@ def set_routing(
     rule = _rule(organization_id, address) or RoutingRule(
         organization_id=organization_id, organization_address=address
     )
+    team = find_team(organization_id, team_id or "") if target == "team" else None
     rule.target = target
-    rule.team_id = str(find_team(organization_id, team_id or "").id) if target == "team" else None  # type: ignore[union-attr]
+    rule.team_id = str(team.id) if team is not None else None
     rule.member_id = member_id if target == "member" else None
     db.session.add(rule)
-    db.session.commit()
-    return serialize_rule(rule, address)
+    db.session.flush()
+    return _routing(rule, address)
 
 
 def route(organization_id: uuid.UUID, conversation_id: str) -> str | None:
@@ -256,14 +253,13 @@ def route(organization_id: uuid.UUID, conversation_id: str) -> str | None:
     member_id: str | None = None
     if rule is not None and rule.target == "team" and rule.team_id:
         if conversation.team_id is None:
-            set_team(conversation, rule.team_id, None, by="routing")
+            change_team(conversation, rule.team_id, None, actor="routing")
         member_id = _auto_assign_in_team(conversation, assigned_by="routing")
     elif rule is not None and rule.target == "member" and rule.member_id:
         if claim(conversation, rule.member_id, expected=None, assigned_by="routing"):
             member_id = rule.member_id
     elif conversation.team_id is not None:
         member_id = _auto_assign_in_team(conversation, assigned_by="routing")
-    db.session.commit()
     return member_id
 
 
@@ -299,7 +295,6 @@ def pick_up_waiting(organization_id: uuid.UUID, member_id: str) -> list[str]:
     for conversation in waiting:
         if _auto_assign_in_team(conversation, assigned_by="routing"):
             assigned.append(str(conversation.id))
-    db.session.commit()
     return assigned
 
 

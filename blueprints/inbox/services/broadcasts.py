@@ -1,7 +1,9 @@
 """Broadcasts: one approved WhatsApp template sent to up to 1,000 recipients per request, in the background.
 
-Every recipient moves ``queued -> sending -> sent | failed`` (or ``canceled``), each step committed, and is
-claimed with a compare-and-set, so two workers never send to the same recipient. After a worker dies, the
+Every recipient moves ``queued -> sending -> sent | failed`` (or ``canceled``) and is claimed with a
+compare-and-set, so two workers never send to the same recipient. The claim is made durable before the
+provider is called (checkpoint ``broadcast.progress``); that same checkpoint carries the previous
+recipient's outcome, and the job's unit of work commits the last one. After a worker dies, the
 resumer looks at each recipient left in ``sending``: if no message was created for it, nothing reached the
 provider and it is queued again; if the message has the provider's id it was sent; if the message exists
 without one, the outcome is unknown and the recipient is reported as ``unknown`` rather than sent twice.
@@ -14,55 +16,89 @@ from __future__ import annotations
 import time
 import uuid
 from collections import Counter
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from flask import current_app
-from sqlalchemy import func, select, update
+from sqlalchemy import func, or_, select, update
 
 from blueprints.channels.crypto import TokenDecryptionError
 from blueprints.channels.models import OrganizationAddress
 from blueprints.channels.providers import ProviderError, Template, provider_for
 from blueprints.inbox.models import Broadcast, BroadcastRecipient
-from blueprints.inbox.schemas import BroadcastIn, BroadcastListQuery, TemplateComponent
-from blueprints.inbox.services.common import as_uuid
+from blueprints.messaging import conversation_state
 from blueprints.messaging import sending as messaging
 from blueprints.messaging.models import Conversation, Message
-from blueprints.messaging.schemas import SendTemplateIn
 from blueprints.messaging.threads import contact_address_for
-from core.db import db, isoformat, utcnow
+from core.db import db, utcnow
 from core.errors import ApiError
 from core.events import publish
 from core.jobs import job, periodic
-from core.pagination import paginate
+from core.pagination import Page, paginate
+from core.tenancy import find_for_org
+from core.uow import checkpoint
 
 RECIPIENT_STATES = ("queued", "sending", "sent", "failed", "unknown", "canceled")
 
 
-def _rate(body: BroadcastIn) -> int:
-    return body.rate_per_second or int(current_app.config.get("BROADCAST_RATE_PER_SECOND", 80))
+@dataclass(frozen=True)
+class Recipient:
+    to: str
+    components: list[dict[str, Any]] | None = None  # this recipient's own parameters
 
 
-def _check_named(components: list[TemplateComponent], where: str) -> None:
+@dataclass(frozen=True)
+class BroadcastSpec:
+    """What a broadcast sends: template components in the spec's shape, recipients as given."""
+
+    organization_address: str
+    meta_template_id: str
+    recipients: list[Recipient]
+    components: list[dict[str, Any]] = field(default_factory=list)
+    name: str | None = None
+    rate_per_second: int | None = None
+
+
+@dataclass
+class BroadcastReport:
+    """A broadcast with its count per recipient state and (for one broadcast) every recipient."""
+
+    broadcast: Broadcast
+    counts: dict[str, int]
+    recipients: list[BroadcastRecipient] | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        # the broadcast's own fields read through, so a response model reads the report like a row
+        return getattr(self.broadcast, name)
+
+
+def _rate(requested: int | None) -> int:
+    return requested or int(current_app.config.get("BROADCAST_RATE_PER_SECOND", 80))
+
+
+def _check_named(components: list[dict[str, Any]], where: str) -> None:
     for component in components:
-        for parameter in component.parameters:
-            if parameter.type == "text" and not parameter.parameter_name:
+        for parameter in component.get("parameters") or []:
+            if parameter.get("type", "text") == "text" and not parameter.get("parameter_name"):
                 raise ApiError(400, messaging.PARAMETER_NAME_MISSING, param=where)
 
 
 def create_broadcast(
-    organization_id: uuid.UUID, body: BroadcastIn, *, created_by: str | None = None
-) -> dict[str, Any]:
-    address = messaging.sendable_address(organization_id, body.organization_address, None)
+    organization_id: uuid.UUID, spec: BroadcastSpec, *, created_by: str | None = None
+) -> BroadcastReport:
+    """Store the broadcast and its recipients (duplicates after normalisation once) and start sending in
+    the background once this unit of work commits."""
+    address = messaging.sendable_address(organization_id, spec.organization_address, None)
     if address.service != "whatsapp":
         raise ApiError(
             400,
             "organization_address: broadcasts are sent from WhatsApp addresses",
             param="organization_address",
         )
-    _check_named(body.components, "components")
+    _check_named(spec.components, "components")
     recipients: dict[str, BroadcastRecipient] = {}
-    for index, item in enumerate(body.recipients):
+    for index, item in enumerate(spec.recipients):
         to = contact_address_for("whatsapp", item.to, f"recipients.{index}.to")
         if item.components is not None:
             _check_named(item.components, f"recipients.{index}.components")
@@ -71,21 +107,19 @@ def create_broadcast(
                 organization_id=organization_id,
                 position=len(recipients),
                 contact_address=to,
-                parameters=[c.model_dump(exclude_none=True) for c in item.components]
-                if item.components
-                else None,
+                parameters=item.components or None,
             )
-    template = _approved_template(address, body.meta_template_id)
+    template = _approved_template(address, spec.meta_template_id)
     broadcast = Broadcast(
         organization_id=organization_id,
-        name=body.name,
+        name=spec.name,
         organization_address=address.address,
-        meta_template_id=body.meta_template_id,
+        meta_template_id=spec.meta_template_id,
         template_name=template.name,
         template_language=template.language,
-        components=[c.model_dump(exclude_none=True) for c in body.components],
+        components=list(spec.components),
         status="sending",
-        rate_per_second=_rate(body),
+        rate_per_second=_rate(spec.rate_per_second),
         total=len(recipients),
         created_by=created_by,
     )
@@ -94,9 +128,9 @@ def create_broadcast(
     for recipient in recipients.values():
         recipient.broadcast_id = broadcast.id
     db.session.add_all(recipients.values())
+    db.session.flush()
     broadcast_id = str(broadcast.id)
     publish("broadcast.created", organization_id, {"broadcast_id": broadcast_id, "total": broadcast.total})
-    db.session.commit()
     run_broadcast_job.enqueue(str(organization_id), broadcast_id)
     return get_broadcast(organization_id, broadcast_id)
 
@@ -118,14 +152,13 @@ def _approved_template(address: OrganizationAddress, template_id: str) -> Templa
 
 
 def _broadcast_or_404(organization_id: uuid.UUID, broadcast_id: str) -> Broadcast:
-    identifier = as_uuid(broadcast_id)
-    broadcast = db.session.get(Broadcast, identifier) if identifier else None
-    if broadcast is None or broadcast.organization_id != organization_id:
+    broadcast = find_for_org(Broadcast, broadcast_id, organization_id)
+    if broadcast is None:
         raise ApiError(404, "Broadcast not found")
     return broadcast
 
 
-def _counts(broadcast_ids: list[uuid.UUID]) -> dict[uuid.UUID, Counter[str]]:
+def _counts(broadcast_ids: list[uuid.UUID]) -> dict[uuid.UUID, dict[str, int]]:
     counts: dict[uuid.UUID, Counter[str]] = {b: Counter() for b in broadcast_ids}
     if broadcast_ids:
         rows = db.session.execute(
@@ -135,68 +168,31 @@ def _counts(broadcast_ids: list[uuid.UUID]) -> dict[uuid.UUID, Counter[str]]:
         )
         for broadcast_id, state, count in rows:
             counts[broadcast_id][state] = count
-    return counts
+    return {b: {state: c.get(state, 0) for state in RECIPIENT_STATES} for b, c in counts.items()}
 
 
-def serialize_broadcast(broadcast: Broadcast, counts: Counter[str]) -> dict[str, Any]:
-    return {
-        "id": str(broadcast.id),
-        "name": broadcast.name,
-        "organization_address": broadcast.organization_address,
-        "meta_template_id": broadcast.meta_template_id,
-        "template_name": broadcast.template_name,
-        "template_language": broadcast.template_language,
-        "status": broadcast.status,
-        "total": broadcast.total,
-        "counts": {state: counts.get(state, 0) for state in RECIPIENT_STATES},
-        "rate_per_second": broadcast.rate_per_second,
-        "created_at": isoformat(broadcast.created_at),
-        "completed_at": isoformat(broadcast.completed_at),
-        "canceled_at": isoformat(broadcast.canceled_at),
-    }
-
-
-def serialize_recipient(recipient: BroadcastRecipient) -> dict[str, Any]:
-    return {
-        "to": recipient.contact_address,
-        "state": recipient.state,
-        "message_id": recipient.message_id,
-        "conversation_id": recipient.conversation_id,
-        "error": recipient.error,
-        "attempted_at": isoformat(recipient.attempted_at),
-        "finished_at": isoformat(recipient.finished_at),
-    }
-
-
-def get_broadcast(organization_id: uuid.UUID, broadcast_id: str) -> dict[str, Any]:
+def get_broadcast(organization_id: uuid.UUID, broadcast_id: str) -> BroadcastReport:
     broadcast = _broadcast_or_404(organization_id, broadcast_id)
     recipients = db.session.scalars(
         select(BroadcastRecipient)
         .where(BroadcastRecipient.broadcast_id == broadcast.id)
         .order_by(BroadcastRecipient.position)
     )
-    result = serialize_broadcast(broadcast, _counts([broadcast.id])[broadcast.id])
-    result["recipients"] = [serialize_recipient(r) for r in recipients]
-    return result
+    return BroadcastReport(broadcast, _counts([broadcast.id])[broadcast.id], list(recipients))
 
 
-def list_broadcasts(organization_id: uuid.UUID, query: BroadcastListQuery) -> dict[str, Any]:
+def list_broadcasts(
+    organization_id: uuid.UUID, *, status: str | None = None, skip: int = 0, take: int = 20
+) -> Page[BroadcastReport]:
     statement = select(Broadcast).where(Broadcast.organization_id == organization_id)
-    if query.status:
-        statement = statement.where(Broadcast.status == query.status)
-    page = paginate(
-        statement.order_by(Broadcast.created_at.desc(), Broadcast.id), offset=query.skip, limit=query.take
-    )
+    if status:
+        statement = statement.where(Broadcast.status == status)
+    page = paginate(statement.order_by(Broadcast.created_at.desc(), Broadcast.id), offset=skip, limit=take)
     counts = _counts([b.id for b in page.items])
-    return {
-        "data": [serialize_broadcast(b, counts[b.id]) for b in page.items],
-        "total": page.total,
-        "skip": query.skip,
-        "take": query.take,
-    }
+    return Page([BroadcastReport(b, counts[b.id]) for b in page.items], page.total)
 
 
-def cancel_broadcast(organization_id: uuid.UUID, broadcast_id: str) -> dict[str, Any]:
+def cancel_broadcast(organization_id: uuid.UUID, broadcast_id: str) -> BroadcastReport:
     broadcast = _broadcast_or_404(organization_id, broadcast_id)
     if broadcast.status in ("completed", "canceled"):
         raise ApiError(409, f"Broadcast is already {broadcast.status}")
@@ -208,7 +204,6 @@ def cancel_broadcast(organization_id: uuid.UUID, broadcast_id: str) -> dict[str,
         .values(state="canceled", finished_at=utcnow())
     )
     publish("broadcast.canceled", organization_id, {"broadcast_id": str(broadcast.id)})
-    db.session.commit()
     return get_broadcast(organization_id, broadcast_id)
 
 
@@ -216,7 +211,8 @@ def cancel_broadcast(organization_id: uuid.UUID, broadcast_id: str) -> dict[str,
 
 
 def _claim_next(broadcast_id: uuid.UUID) -> BroadcastRecipient | None:
-    """Take the next queued recipient for this worker, or None when none is left."""
+    """Take the next queued recipient for this worker, or None when none is left. Each claim is a
+    checkpoint: another worker must see the recipient leave ``queued`` before the provider is called."""
     while True:
         candidate = db.session.scalar(
             select(BroadcastRecipient.id)
@@ -232,49 +228,51 @@ def _claim_next(broadcast_id: uuid.UUID) -> BroadcastRecipient | None:
             .values(state="sending", attempted_at=utcnow())
             .execution_options(synchronize_session=False)
         )
-        db.session.commit()
+        checkpoint("broadcast.progress")
         if claimed.rowcount == 1:
-            return db.session.get(BroadcastRecipient, candidate)
+            return db.session.scalars(
+                select(BroadcastRecipient)
+                .where(BroadcastRecipient.id == candidate)
+                .execution_options(populate_existing=True)
+            ).one()
 
 
 def _send_one(broadcast: Broadcast, recipient: BroadcastRecipient) -> None:
+    """Send to one claimed recipient and record the outcome (made durable by the next checkpoint)."""
     components = recipient.parameters if recipient.parameters is not None else broadcast.components
-    body = SendTemplateIn.model_validate(
-        {
-            "organization_address": broadcast.organization_address,
-            "to": recipient.contact_address,
-            "meta_template_id": broadcast.meta_template_id,
-            "components": components,
-            "do_not_pause": True,
-        }
+    send = messaging.TemplateSend(
+        organization_address=broadcast.organization_address,
+        to=recipient.contact_address,
+        meta_template_id=broadcast.meta_template_id,
+        components=list(components or []),
+        do_not_pause=True,
     )
     started = recipient.attempted_at or utcnow()
     existed = _conversation_exists(broadcast, recipient.contact_address)
     try:
-        message = send_template(broadcast.organization_id, body)
+        message = send_template(broadcast.organization_id, send)
     except ApiError as error:
-        db.session.rollback()
-        recipient = db.session.get(BroadcastRecipient, recipient.id)  # type: ignore[assignment]
+        # the messaging area stored what the provider refused (its own checkpoint) before raising
         sent = _message_for(broadcast, recipient.contact_address, started)
         recipient.state = "failed"
         recipient.error = {"message": error.message, "status": error.status}
         recipient.message_id = str(sent.id) if sent else None
         recipient.conversation_id = str(sent.conversation_id) if sent else None
         recipient.finished_at = utcnow()
-        db.session.commit()
+        db.session.flush()
         return
     recipient.state = "sent"
-    recipient.message_id = message["id"]
-    recipient.conversation_id = message["conversation_id"]
+    recipient.message_id = str(message.id)
+    recipient.conversation_id = str(message.conversation_id)
     recipient.finished_at = utcnow()
     if not existed:
-        _mark_opened(broadcast, message["conversation_id"])
-    db.session.commit()
+        _mark_opened(broadcast, message.conversation_id)
+    db.session.flush()
 
 
-def send_template(organization_id: uuid.UUID, body: SendTemplateIn) -> dict[str, Any]:
+def send_template(organization_id: uuid.UUID, send: messaging.TemplateSend) -> Message:
     """The messaging area's template send: the same rules as a single send (kept as a seam for tests)."""
-    return messaging.send_template(organization_id, body)
+    return messaging.send_template(organization_id, send)
 
 
 def _conversation_exists(broadcast: Broadcast, contact_address: str) -> bool:
@@ -291,12 +289,11 @@ def _conversation_exists(broadcast: Broadcast, contact_address: str) -> bool:
     )
 
 
-def _mark_opened(broadcast: Broadcast, conversation_id: str) -> None:
+def _mark_opened(broadcast: Broadcast, conversation_id: uuid.UUID) -> None:
     """A conversation that this send created is marked as opened by the broadcast."""
-    conversation = db.session.get(Conversation, uuid.UUID(conversation_id))
-    if conversation is not None and conversation.broadcast_id is None:
-        conversation.broadcast_id = broadcast.id
-        conversation.is_broadcast = True
+    conversation = find_for_org(Conversation, conversation_id, broadcast.organization_id)
+    if conversation is not None:
+        conversation_state.mark_opened_by_broadcast(conversation, broadcast.id)
 
 
 def _message_for(broadcast: Broadcast, contact_address: str, since: datetime) -> Message | None:
@@ -342,7 +339,7 @@ def recover_in_flight(broadcast: Broadcast) -> dict[str, int]:
             recipient.error = {"message": "the worker stopped while this message was being sent"}
             recipient.finished_at = utcnow()
         outcome[recipient.state] += 1
-    db.session.commit()
+    db.session.flush()
     return dict(outcome)
 
 
@@ -360,21 +357,67 @@ class _Pacer:
         self.next_at = max(now, self.next_at) + self.interval
 
 
-def run_broadcast(organization_id: uuid.UUID, broadcast_id: str) -> dict[str, Any]:
-    """Send to every queued recipient; safe to run again (or concurrently) at any time."""
+LEASE_SECONDS = 60  # longer than one provider call may take (META_HTTP_TIMEOUT) plus the pacing wait
+
+
+def _take_lease(broadcast_id: uuid.UUID, owner: str) -> bool:
+    """Become the broadcast's one worker: free, expired, or already ours. Renewing is taking it again."""
+    now = utcnow()
+    taken = db.session.execute(
+        update(Broadcast)
+        .where(
+            Broadcast.id == broadcast_id,
+            or_(
+                Broadcast.lease_owner.is_(None),
+                Broadcast.lease_owner == owner,
+                Broadcast.lease_expires_at < now,
+            ),
+        )
+        .values(lease_owner=owner, lease_expires_at=now + timedelta(seconds=LEASE_SECONDS))
+        .execution_options(synchronize_session=False)
+    )
+    return taken.rowcount == 1
+
+
+def _release_lease(broadcast_id: uuid.UUID, owner: str) -> None:
+    db.session.execute(
+        update(Broadcast)
+        .where(Broadcast.id == broadcast_id, Broadcast.lease_owner == owner)
+        .values(lease_owner=None, lease_expires_at=None)
+        .execution_options(synchronize_session=False)
+    )
+
+
+def run_broadcast(organization_id: uuid.UUID, broadcast_id: str) -> BroadcastReport:
+    """Send to every queued recipient; safe to run again (or concurrently) at any time: only the holder
+    of the broadcast's lease sends, and recipients left ``sending`` are settled only by a worker that took
+    over an expired lease (their worker is gone, not merely slow)."""
     broadcast = _broadcast_or_404(organization_id, broadcast_id)
-    recover_in_flight(broadcast)
-    pacer = _Pacer(broadcast.rate_per_second)
-    while True:
-        status = db.session.scalar(select(Broadcast.status).where(Broadcast.id == broadcast.id))
-        if status != "sending":
-            break
-        recipient = _claim_next(broadcast.id)
-        if recipient is None:
-            _complete(broadcast)
-            break
-        pacer.wait()
-        _send_one(broadcast, recipient)
+    owner = uuid.uuid4().hex
+    if not _take_lease(broadcast.id, owner):
+        return get_broadcast(organization_id, broadcast_id)  # a live worker is sending it
+    checkpoint("broadcast.progress")
+    try:
+        recover_in_flight(broadcast)
+        pacer = _Pacer(broadcast.rate_per_second)
+        while True:
+            status = db.session.scalar(select(Broadcast.status).where(Broadcast.id == broadcast.id))
+            if status != "sending" or not _take_lease(broadcast.id, owner):
+                break  # canceled, or our lease was taken over after it expired: stop at once
+            recipient = _claim_next(broadcast.id)  # its checkpoint also makes the renewed lease durable
+            if recipient is None:
+                _complete(broadcast)
+                break
+            pacer.wait()
+            _send_one(broadcast, recipient)
+    except BaseException:
+        # a crash inside this process: hand the broadcast back at once (a killed process instead leaves
+        # the lease to expire)
+        db.session.rollback()
+        _release_lease(broadcast.id, owner)
+        checkpoint("broadcast.progress")
+        raise
+    _release_lease(broadcast.id, owner)
     return get_broadcast(organization_id, broadcast_id)
 
 
@@ -397,7 +440,6 @@ def _complete(broadcast: Broadcast) -> None:
     )
     if done.rowcount:
         publish("broadcast.completed", broadcast.organization_id, {"broadcast_id": str(broadcast.id)})
-    db.session.commit()
 
 
 def resume_stalled(older_than_seconds: int = 60) -> list[str]:

@@ -1,35 +1,88 @@
-"""Finding conversations and changing them: the list with every filter of the spec, the PATCH that
-implements the conversation state table, and DELETE."""
+"""Finding conversations and changing them: the list with every filter of the spec, the verbs a page or an
+API route calls (assign, unassign, set_team, archive, archive_and_clean, unarchive, add_label,
+remove_label, set_status, add_note), the PATCH that composes them along the spec's state table, and DELETE.
+
+Every verb takes the organization, the conversation id and plain values, plus the ``actor`` (who did it,
+``core.auth.current_actor()`` at the caller); it locks the conversation, changes it through the messaging
+area's ``conversation_state`` functions, writes the audit trail, publishes ``conversation.updated`` and
+returns the conversation. None of them commits: the caller's unit of work does, once.
+"""
 
 from __future__ import annotations
 
 import uuid
 from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, and_, delete, exists, func, or_, select
+from sqlalchemy import Select, and_, exists, func, or_, select
 from sqlalchemy.orm import selectinload
 
 from blueprints.inbox.models import ConversationLabel
-from blueprints.inbox.schemas import ConversationListQuery, ConversationPatch
 from blueprints.inbox.services import assignment, labels
-from blueprints.inbox.services.common import as_uuid, conversation_or_404, record_event
+from blueprints.inbox.services.common import as_uuid, conversation_or_404, publish_updated, record_event
+from blueprints.messaging import conversation_state
+from blueprints.messaging.extra import KNOWN_KEYS
 from blueprints.messaging.models import Contact, Conversation, Message
-from blueprints.messaging.serialize import serialize_conversation, serialize_message
 from core.db import db, utcnow
 from core.errors import ApiError
 from core.events import publish
 from core.hooks import hook
 from core.pagination import paginate
+from core.text import LIKE_ESCAPE, contains_pattern
 from core.timeutil import as_utc
 
+STATUSES = ("active", "closed")
+# the extra fields of the spec's "archive and clean" row
+ARCHIVE_AND_CLEAN = ("archived", "member_id", "assignment", "team_id", "team_name", "labels")
 
-def _like(text: str) -> str:
-    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return f"%{escaped}%"
+
+class Unset:
+    """A keyword argument not given (None is a value: it clears the field)."""
+
+    def __repr__(self) -> str:
+        return "UNSET"
 
 
-def _filtered(organization_id: uuid.UUID, query: ConversationListQuery) -> Select[tuple[Conversation]]:
+UNSET = Unset()
+
+
+@dataclass(frozen=True)
+class ConversationFilter:
+    """The list's filters (every one optional) and its order and window."""
+
+    search: str | None = None
+    status: str | None = None  # active, closed or archived
+    contact_id: str | None = None
+    services: list[str] = field(default_factory=list)
+    labels: list[str] = field(default_factory=list)
+    no_labels: bool = False
+    assigned_member_id: str | None = None
+    organization_address: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    date_field: str = "created_at"
+    order_by: str = "last_message_timestamp"
+    order: str = "desc"
+    broadcast_id: str | None = None
+    is_broadcast: bool | None = None
+    crm_contact_id: str | None = None
+    skip: int = 0
+    take: int = 20
+    include_messages: int = 0
+
+
+@dataclass(frozen=True)
+class ConversationPage:
+    items: list[Conversation]
+    total: int
+    # with include_messages: the last N messages of each conversation, oldest first
+    messages: dict[uuid.UUID, list[Message]]
+
+
+def _filtered(organization_id: uuid.UUID, query: ConversationFilter) -> Select[tuple[Conversation]]:
     statement = select(Conversation).where(Conversation.organization_id == organization_id)
     if query.status == "archived":
         statement = statement.where(Conversation.archived_at.is_not(None))
@@ -43,8 +96,8 @@ def _filtered(organization_id: uuid.UUID, query: ConversationListQuery) -> Selec
         statement = statement.where(Conversation.service.in_(query.services))
     if query.no_labels:
         statement = statement.where(~exists().where(ConversationLabel.conversation_id == Conversation.id))
-    elif query.label_names:
-        keys = [name.lower() for name in query.label_names]
+    elif query.labels:
+        keys = [name.lower() for name in query.labels]
         statement = statement.where(
             exists().where(
                 ConversationLabel.conversation_id == Conversation.id, ConversationLabel.name_key.in_(keys)
@@ -72,12 +125,12 @@ def _filtered(organization_id: uuid.UUID, query: ConversationListQuery) -> Selec
     if query.crm_contact_id:
         statement = statement.where(Contact.crm_contact_id == query.crm_contact_id)
     if query.search:
-        pattern = _like(query.search.strip())
+        pattern = contains_pattern(query.search.strip())
         statement = statement.where(
             or_(
-                Contact.name.ilike(pattern, escape="\\"),
-                Conversation.contact_address.ilike(pattern, escape="\\"),
-                Conversation.name.ilike(pattern, escape="\\"),
+                Contact.name.ilike(pattern, escape=LIKE_ESCAPE),
+                Conversation.contact_address.ilike(pattern, escape=LIKE_ESCAPE),
+                Conversation.name.ilike(pattern, escape=LIKE_ESCAPE),
             )
         )
     return statement
@@ -91,7 +144,7 @@ def _uuid_filter(value: str, field: str) -> uuid.UUID:
 
 
 def _ordered(
-    statement: Select[tuple[Conversation]], query: ConversationListQuery
+    statement: Select[tuple[Conversation]], query: ConversationFilter
 ) -> Select[tuple[Conversation]]:
     column = {
         "last_message_timestamp": Conversation.last_message_at,
@@ -129,91 +182,230 @@ def latest_messages(
     return grouped
 
 
-def list_conversations(organization_id: uuid.UUID, query: ConversationListQuery) -> dict[str, Any]:
+def list_conversations(organization_id: uuid.UUID, query: ConversationFilter) -> ConversationPage:
     statement = _ordered(_filtered(organization_id, query), query).options(selectinload(Conversation.contact))
     page = paginate(statement, offset=query.skip, limit=query.take)
     messages = latest_messages([c.id for c in page.items], query.include_messages)
-    data = []
-    for conversation in page.items:
-        item = serialize_conversation(conversation, conversation.contact)
-        if query.include_messages:
-            item["messages"] = [serialize_message(m) for m in messages.get(conversation.id, [])]
-        data.append(item)
-    return {"data": data, "total": page.total, "skip": query.skip, "take": query.take}
+    return ConversationPage(page.items, page.total, messages)
+
+
+def _locked(organization_id: uuid.UUID, conversation_id: str | uuid.UUID) -> Conversation:
+    return conversation_or_404(organization_id, conversation_id, lock=True)
+
+
+def _changed(conversation: Conversation, changes: dict[str, Any]) -> Conversation:
+    conversation_state.touch(conversation)
+    publish_updated(conversation, changes)
+    return conversation
+
+
+# ---- the steps the verbs and the PATCH are made of (on a conversation already locked) --------------------
+
+
+def _status(conversation: Conversation, status: str, *, actor: str) -> bool:
+    if status == conversation.status:
+        return False
+    record_event(conversation, "status_changed", {"from": conversation.status, "to": status, "by": actor})
+    conversation_state.set_status(conversation, status)
+    return True
+
+
+def _archive(conversation: Conversation, at: datetime, *, actor: str, cleaned: bool) -> None:
+    """Archive (a second archive only moves the timestamp); ``cleaned`` also forgets the automation flow,
+    so a reactivated conversation goes through routing from the start."""
+    if conversation.archived_at is not None:
+        conversation_state.set_archived(conversation, as_utc(at))
+        return
+    conversation_state.set_archived(conversation, as_utc(at))
+    if cleaned:
+        conversation_state.clear_flow(conversation)
+    record_event(conversation, "archived", {"by": actor, "cleaned": cleaned})
+
+
+def _unarchive(conversation: Conversation, *, actor: str) -> None:
+    if conversation.archived_at is not None:
+        conversation_state.set_archived(conversation, None)
+        record_event(conversation, "unarchived", {"by": actor})
+
+
+def _labels_now(conversation: Conversation) -> list[str]:
+    return list((conversation.extra or {}).get("labels") or [])
+
+
+# ---- verbs -----------------------------------------------------------------------------------------------
+
+
+def assign(
+    organization_id: uuid.UUID,
+    conversation_id: str | uuid.UUID,
+    member_id: str,
+    *,
+    actor: str,
+    assigned_by: str = "manual",
+) -> Conversation:
+    """Assign to a member (400 ``extra.member_id`` for an unknown one): audit event ``assignment`` and an
+    ``extra.assignment`` record ``{member_id, assigned_by, assigned_at}``."""
+    conversation = _locked(organization_id, conversation_id)
+    assignment.assign_member(conversation, member_id, assigned_by=assigned_by)
+    return _changed(conversation, {"extra": ["member_id"]})
+
+
+def unassign(organization_id: uuid.UUID, conversation_id: str | uuid.UUID, *, actor: str) -> Conversation:
+    conversation = _locked(organization_id, conversation_id)
+    assignment.unassign_member(conversation, actor=actor)
+    return _changed(conversation, {"extra": ["member_id"]})
+
+
+def set_team(
+    organization_id: uuid.UUID,
+    conversation_id: str | uuid.UUID,
+    team_id: str | None,
+    team_name: str | None = None,
+    *,
+    actor: str,
+) -> Conversation:
+    """Set the team (``team_name`` defaults to the team's name; 400 for an unknown team) or, with None,
+    remove it. No member is looked up: that is ``assignment.assign_team``."""
+    conversation = _locked(organization_id, conversation_id)
+    assignment.change_team(conversation, team_id, team_name, actor=actor)
+    return _changed(conversation, {"extra": ["team_id", "team_name"]})
+
+
+def archive(
+    organization_id: uuid.UUID, conversation_id: str | uuid.UUID, *, actor: str, at: datetime | None = None
+) -> Conversation:
+    """Archive; assignment, team and labels are kept."""
+    conversation = _locked(organization_id, conversation_id)
+    _archive(conversation, at or utcnow(), actor=actor, cleaned=False)
+    return _changed(conversation, {"extra": ["archived"]})
+
+
+def archive_and_clean(
+    organization_id: uuid.UUID, conversation_id: str | uuid.UUID, *, actor: str, at: datetime | None = None
+) -> Conversation:
+    """Archive, unassign, clear the team, the labels and the automation flow: a reactivated conversation
+    is routed from the start (the spec's "archive and clean")."""
+    conversation = _locked(organization_id, conversation_id)
+    assignment.change_team(conversation, None, None, actor=actor)
+    labels.apply_labels(conversation, [], by=actor)
+    assignment.unassign_member(conversation, actor=actor)
+    conversation_state.set_assignment_record(conversation, None)
+    conversation_state.clear_flow(conversation)
+    _archive(conversation, at or utcnow(), actor=actor, cleaned=True)
+    return _changed(conversation, {"extra": sorted(ARCHIVE_AND_CLEAN)})
+
+
+def unarchive(organization_id: uuid.UUID, conversation_id: str | uuid.UUID, *, actor: str) -> Conversation:
+    conversation = _locked(organization_id, conversation_id)
+    _unarchive(conversation, actor=actor)
+    return _changed(conversation, {"extra": ["archived"]})
+
+
+def add_label(
+    organization_id: uuid.UUID, conversation_id: str | uuid.UUID, name: str, *, actor: str
+) -> Conversation:
+    """Apply one label (catalogued if new; starts or interrupts the flows bound to it). Applying a label
+    the conversation already carries (ignoring case) changes nothing."""
+    conversation = _locked(organization_id, conversation_id)
+    labels.apply_labels(conversation, [*_labels_now(conversation), labels.clean_name(name)], by=actor)
+    return _changed(conversation, {"extra": ["labels"]})
+
+
+def remove_label(
+    organization_id: uuid.UUID, conversation_id: str | uuid.UUID, name: str, *, actor: str
+) -> Conversation:
+    conversation = _locked(organization_id, conversation_id)
+    key = labels.label_key(name)
+    kept = [n for n in _labels_now(conversation) if labels.label_key(n) != key]
+    labels.apply_labels(conversation, kept, by=actor)
+    return _changed(conversation, {"extra": ["labels"]})
+
+
+def set_status(
+    organization_id: uuid.UUID, conversation_id: str | uuid.UUID, status: str, *, actor: str
+) -> Conversation:
+    """``active`` or ``closed`` (archiving is not a status: see ``archive``)."""
+    if status not in STATUSES:
+        raise ApiError(400, f"status: must be one of {', '.join(STATUSES)}", param="status")
+    conversation = _locked(organization_id, conversation_id)
+    changed = _status(conversation, status, actor=actor)
+    return _changed(conversation, {"status": status} if changed else {})
+
+
+# ---- the PATCH -------------------------------------------------------------------------------------------
 
 
 def update_conversation(
-    organization_id: uuid.UUID, conversation_id: str, patch: ConversationPatch, *, actor: str = "api"
-) -> dict[str, Any]:
-    """Apply one PATCH: ``name``, ``status`` and ``extra`` merged field by field (only fields sent change).
+    organization_id: uuid.UUID,
+    conversation_id: str | uuid.UUID,
+    *,
+    actor: str,
+    name: str | Unset | None = UNSET,
+    status: str | Unset | None = UNSET,
+    extra: Mapping[str, Any] | None = None,
+) -> Conversation:
+    """One PATCH: ``name``, ``status`` and the ``extra`` fields sent (only those change), made of the verbs'
+    steps in a fixed order so that every row of the spec's state table holds:
 
-    Rows of the spec's state table:
-    - ``extra.archived`` = timestamp archives (assignment, team and labels kept);
-    - archiving while also clearing ``member_id`` (archive and clean) clears the flow fields too, so a
-      reactivated conversation goes through routing from the start;
-    - ``extra.archived`` = null un-archives;
-    - ``extra.member_id`` = id assigns (audit event ``assignment``), null unassigns (``unassignment``).
+    - ``extra.archived`` = timestamp archives (assignment, team and labels kept): ``archive``;
+    - archiving while also clearing ``member_id`` forgets the flow fields too (with ``team_id``,
+      ``team_name``, ``assignment`` null and ``labels`` [] as well it is ``archive_and_clean``);
+    - ``extra.archived`` = null un-archives: ``unarchive``;
+    - ``extra.member_id`` = id assigns (``assigned_by`` from ``extra.assignment``), null unassigns;
+    - ``extra.team_id`` / ``team_name``: ``set_team``; ``extra.labels`` replaces the labels; ``status``:
+      ``set_status``;
+    - any other ``extra`` key is the client's own: stored as sent (null removes it), within the bounds of
+      ``messaging.extra`` (50 keys, 2 KB a value).
+
+    One ``conversation.updated`` is published for the whole PATCH.
     """
-    conversation = conversation_or_404(organization_id, conversation_id, lock=True)
-    sent = patch.model_fields_set
-    extra = dict(conversation.extra or {})
+    conversation = _locked(organization_id, conversation_id)
     changes: dict[str, Any] = {}
-    if "name" in sent:
-        conversation.name = patch.name
-        changes["name"] = patch.name
-    if "status" in sent and patch.status and patch.status != conversation.status:
-        record_event(
-            conversation, "status_changed", {"from": conversation.status, "to": patch.status, "by": actor}
-        )
-        conversation.status = patch.status
-        changes["status"] = patch.status
-    if patch.extra is not None:
-        fields = patch.extra.model_fields_set
-        values = patch.extra
+    if not isinstance(name, Unset):
+        conversation_state.rename(conversation, name)
+        changes["name"] = name
+    if isinstance(status, str) and _status(conversation, status, actor=actor):
+        changes["status"] = status
+    if extra is not None:
+        fields = set(extra)
         if "team_id" in fields or "team_name" in fields:
-            team_id = values.team_id if "team_id" in fields else conversation.team_id
-            team_name = values.team_name if "team_name" in fields else extra.get("team_name")
-            assignment.set_team(conversation, team_id, team_name, by=actor)
-            extra = dict(conversation.extra or {})
+            team_id = extra["team_id"] if "team_id" in fields else conversation.team_id
+            team_name = (
+                extra["team_name"] if "team_name" in fields else (conversation.extra or {}).get("team_name")
+            )
+            assignment.change_team(conversation, team_id, team_name, actor=actor)
         if "labels" in fields:
-            labels.apply_labels(conversation, values.labels or [], by=actor)
-            extra = dict(conversation.extra or {})
+            labels.apply_labels(conversation, extra["labels"] or [], by=actor)
         if "member_id" in fields:
-            assigned_by = (values.assignment or {}).get("assigned_by") if values.assignment else None
-            assignment.assign(conversation, values.member_id, assigned_by=assigned_by or "manual")
-            extra = dict(conversation.extra or {})
-        if "assignment" in fields and "member_id" not in fields:
+            if extra["member_id"] is None:
+                assignment.unassign_member(conversation, actor=actor)
+            else:
+                record = extra.get("assignment") or {}
+                assigned_by = record.get("assigned_by") or "manual"
+                assignment.assign_member(conversation, extra["member_id"], assigned_by=assigned_by)
+        elif "assignment" in fields:
             # with member_id, the assignment record is written by the assignment itself
-            extra["assignment"] = values.assignment
-        for key in ("flow_id", "flow_member_id"):
-            if key in fields:
-                extra[key] = getattr(values, key)
+            conversation_state.set_assignment_record(conversation, extra["assignment"])
+        flow = {key: extra[key] for key in ("flow_id", "flow_member_id") if key in fields}
+        if flow:
+            conversation_state.set_flow_fields(conversation, **flow)
+        custom = {key: extra[key] for key in fields if key not in KNOWN_KEYS}
+        if custom:
+            conversation_state.set_custom_fields(conversation, custom)
         if "archived" in fields:
-            if values.archived is not None and conversation.archived_at is None:
-                conversation.archived_at = as_utc(values.archived)
-                cleaned = "member_id" in fields and values.member_id is None
-                if cleaned:
-                    extra.pop("flow_id", None)
-                    extra.pop("flow_member_id", None)
-                record_event(conversation, "archived", {"by": actor, "cleaned": cleaned})
-            elif values.archived is not None:
-                conversation.archived_at = as_utc(values.archived)
-            elif values.archived is None and conversation.archived_at is not None:
-                conversation.archived_at = None
-                record_event(conversation, "unarchived", {"by": actor})
-        conversation.extra = extra
+            if extra["archived"] is not None:
+                cleaned = "member_id" in fields and extra["member_id"] is None
+                _archive(conversation, extra["archived"], actor=actor, cleaned=cleaned)
+            else:
+                _unarchive(conversation, actor=actor)
         changes["extra"] = sorted(fields)
-    conversation.updated_at = utcnow()
-    db.session.flush()
-    result = serialize_conversation(conversation, conversation.contact)
-    publish("conversation.updated", organization_id, {"conversation": result, "changes": changes})
-    db.session.commit()
-    return result
+    return _changed(conversation, changes)
 
 
-def delete_conversation(organization_id: uuid.UUID, conversation_id: str) -> dict[str, Any]:
+def delete_conversation(organization_id: uuid.UUID, conversation_id: str | uuid.UUID) -> uuid.UUID:
     """Delete a conversation with its messages, notes, labels and audit trail, unless another record still
-    points to it (a deal or a ticket link): then 409, and the conversation should be archived instead."""
+    points to it (a deal or a ticket link): then 409, and the conversation should be archived instead.
+    Returns the id of the conversation deleted."""
     conversation = conversation_or_404(organization_id, conversation_id)
     references = referencing_records(organization_id, str(conversation.id))
     if references:
@@ -222,10 +414,9 @@ def delete_conversation(organization_id: uuid.UUID, conversation_id: str) -> dic
             "Conversation is linked to " + ", ".join(references) + "; unlink it first or archive it instead",
         )
     identifier = conversation.id
-    db.session.execute(delete(Conversation).where(Conversation.id == identifier))
+    conversation_state.delete(conversation)
     publish("conversation.deleted", organization_id, {"conversation_id": str(identifier)})
-    db.session.commit()
-    return {"id": str(identifier), "deleted": True}
+    return identifier
 
 
 def referencing_records(organization_id: uuid.UUID, conversation_id: str) -> list[str]:

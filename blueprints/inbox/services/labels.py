@@ -4,52 +4,61 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import delete, func, select
 
 from blueprints.inbox.models import ConversationLabel, Flow, Label
-from blueprints.inbox.schemas import FlowIn, FlowPatch, LabelIn, LabelPatch
-from blueprints.inbox.services.common import as_uuid, conversation_or_404, record_event
+from blueprints.inbox.services.common import conversation_or_404, record_event
+from blueprints.members.services.members import find_member
+from blueprints.messaging import conversation_state
 from blueprints.messaging.models import Conversation
-from core.db import db, isoformat, utcnow
+from core.db import db, utcnow
 from core.errors import ApiError
+from core.tenancy import find_for_org
+
+MAX_NAME = 80
+SOURCES = ("manual", "automation", "ai", "conversation")
+FLOW_FIELDS = ("name", "status", "trigger_labels", "interrupt_labels", "member_id", "steps")
 
 
-def _key(name: str) -> str:
+def label_key(name: str) -> str:
+    """Label names are unique and matched ignoring case and surrounding spaces."""
     return name.strip().lower()
+
+
+_key = label_key
+
+
+def clean_name(name: str) -> str:
+    cleaned = name.strip()
+    if not cleaned or len(cleaned) > MAX_NAME:
+        raise ApiError(400, f"label: must have 1 to {MAX_NAME} characters", param="label")
+    return cleaned
 
 
 # ---- catalogue -------------------------------------------------------------------------------------------
 
 
-def serialize_label(label: Label) -> dict[str, Any]:
-    return {
-        "id": str(label.id),
-        "name": label.name,
-        "source": label.source,
-        "color": label.color,
-        "description": label.description,
-        "created_at": isoformat(label.created_at),
-        "updated_at": isoformat(label.updated_at),
-    }
-
-
-def list_labels(organization_id: uuid.UUID) -> dict[str, Any]:
-    rows = list(
+def list_labels(organization_id: uuid.UUID) -> list[Label]:
+    return list(
         db.session.scalars(
             select(Label).where(Label.organization_id == organization_id).order_by(Label.name_key)
         )
     )
-    return {"data": [serialize_label(label) for label in rows], "total": len(rows)}
 
 
 def _label_or_404(organization_id: uuid.UUID, label_id: str) -> Label:
-    identifier = as_uuid(label_id)
-    label = db.session.get(Label, identifier) if identifier else None
-    if label is None or label.organization_id != organization_id:
+    label = find_for_org(Label, label_id, organization_id)
+    if label is None:
         raise ApiError(404, "Label not found")
     return label
+
+
+def _taken(name: str) -> ApiError:
+    return ApiError(409, f"name: a label named {name!r} already exists")
 
 
 def _check_unique(organization_id: uuid.UUID, name: str, exclude: uuid.UUID | None = None) -> None:
@@ -57,56 +66,64 @@ def _check_unique(organization_id: uuid.UUID, name: str, exclude: uuid.UUID | No
     if exclude:
         statement = statement.where(Label.id != exclude)
     if db.session.scalar(statement):
-        raise ApiError(409, f"name: a label named {name!r} already exists")
+        raise _taken(name)
 
 
-def create_label(organization_id: uuid.UUID, body: LabelIn) -> dict[str, Any]:
-    _check_unique(organization_id, body.name)
+def create_label(
+    organization_id: uuid.UUID,
+    name: str,
+    *,
+    source: str = "manual",
+    color: str | None = None,
+    description: str | None = None,
+) -> Label:
+    _check_unique(organization_id, name)
     label = Label(
         organization_id=organization_id,
-        name=body.name,
-        name_key=_key(body.name),
-        source=body.source,
-        color=body.color,
-        description=body.description,
+        name=name,
+        name_key=_key(name),
+        source=source,
+        color=color,
+        description=description,
     )
     db.session.add(label)
-    db.session.commit()
-    return serialize_label(label)
+    db.session.flush()
+    return label
 
 
-def update_label(organization_id: uuid.UUID, label_id: str, body: LabelPatch) -> dict[str, Any]:
+def update_label(organization_id: uuid.UUID, label_id: str, changes: Mapping[str, Any]) -> Label:
+    """Change the fields in ``changes`` (``name``, ``source``, ``color``, ``description``); a new name
+    follows on every conversation that carries the label."""
     label = _label_or_404(organization_id, label_id)
-    fields = body.model_fields_set
-    if "name" in fields and body.name and body.name != label.name:
-        _check_unique(organization_id, body.name, exclude=label.id)
-        _rename_applied(organization_id, label.name_key, body.name)
-        label.name, label.name_key = body.name, _key(body.name)
+    name = changes.get("name")
+    if name and name != label.name:
+        _check_unique(organization_id, name, exclude=label.id)
+        _rename_applied(organization_id, label.name_key, name)
+        label.name, label.name_key = name, _key(name)
     for field in ("source", "color", "description"):
-        if field in fields and (field != "source" or getattr(body, field)):
-            setattr(label, field, getattr(body, field))
+        if field in changes and (field != "source" or changes[field]):
+            setattr(label, field, changes[field])
     label.updated_at = utcnow()
-    db.session.commit()
-    return serialize_label(label)
+    db.session.flush()
+    return label
 
 
-def delete_label(organization_id: uuid.UUID, label_id: str) -> dict[str, Any]:
-    """Remove the label from the catalogue and from every conversation that carries it."""
+def delete_label(organization_id: uuid.UUID, label_id: str) -> int:
+    """Remove the label from the catalogue and from every conversation that carries it; returns how many
+    conversations were changed."""
     label = _label_or_404(organization_id, label_id)
     affected = _conversations_with(organization_id, label.name_key)
     for conversation in affected:
-        conversation.extra = {
-            **(conversation.extra or {}),
-            "labels": [n for n in (conversation.extra or {}).get("labels", []) if _key(n) != label.name_key],
-        }
+        kept = [n for n in (conversation.extra or {}).get("labels", []) if _key(n) != label.name_key]
+        conversation_state.set_labels(conversation, kept)
     db.session.execute(
         delete(ConversationLabel).where(
             ConversationLabel.organization_id == organization_id, ConversationLabel.name_key == label.name_key
         )
     )
     db.session.delete(label)
-    db.session.commit()
-    return {"id": label_id, "deleted": True, "conversations_updated": len(affected)}
+    db.session.flush()
+    return len(affected)
 
 
 def _conversations_with(organization_id: uuid.UUID, name_key: str) -> list[Conversation]:
@@ -126,7 +143,7 @@ def _rename_applied(organization_id: uuid.UUID, old_key: str, new_name: str) -> 
         names = [
             (new_name if _key(n) == old_key else n) for n in (conversation.extra or {}).get("labels", [])
         ]
-        conversation.extra = {**(conversation.extra or {}), "labels": names}
+        conversation_state.set_labels(conversation, names)
     for row in db.session.scalars(
         select(ConversationLabel).where(
             ConversationLabel.organization_id == organization_id, ConversationLabel.name_key == old_key
@@ -194,15 +211,13 @@ def apply_labels(conversation: Conversation, names: list[str], *, by: str) -> tu
     for name in removed:
         record_event(conversation, "label_removed", {"label": name, "by": by})
     _ensure_catalogued(conversation.organization_id, added, "conversation")
-    extra = dict(conversation.extra or {})
-    extra["labels"] = list(wanted.values())
-    _run_label_flows(conversation, extra, added)
-    conversation.extra = extra
+    conversation_state.set_labels(conversation, list(wanted.values()))
+    _run_label_flows(conversation, added)
     db.session.flush()
     return added, removed
 
 
-def _run_label_flows(conversation: Conversation, extra: dict[str, Any], added: list[str]) -> None:
+def _run_label_flows(conversation: Conversation, added: list[str]) -> None:
     """A trigger label starts its flow (``extra.flow_id``); an interrupt label stops the running one."""
     if not added:
         return
@@ -212,60 +227,56 @@ def _run_label_flows(conversation: Conversation, extra: dict[str, Any], added: l
             select(Flow).where(Flow.organization_id == conversation.organization_id, Flow.status == "active")
         )
     )
-    running = extra.get("flow_id")
+    running = (conversation.extra or {}).get("flow_id")
     for flow in flows:
         if running == str(flow.id) and keys & {_key(n) for n in flow.interrupt_labels}:
-            extra["flow_id"] = None
-            extra["flow_member_id"] = None
+            conversation_state.set_flow(conversation, None, None)
             record_event(conversation, "flow_interrupted", {"flow_id": str(flow.id), "name": flow.name})
             running = None
     for flow in flows:
         if keys & {_key(n) for n in flow.trigger_labels} and running is None:
-            extra["flow_id"] = str(flow.id)
-            extra["flow_member_id"] = flow.member_id
+            conversation_state.set_flow(conversation, str(flow.id), flow.member_id)
             record_event(conversation, "flow_started", {"flow_id": str(flow.id), "name": flow.name})
             running = str(flow.id)
 
 
-def enriched_labels(organization_id: uuid.UUID, conversation_id: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class EnrichedLabel:
+    """A label as a conversation sees it: applied or not, and the flows it starts and stops."""
+
+    name: str
+    source: str
+    applied: bool
+    triggers: list[Flow]
+    interrupts: list[Flow]
+
+
+def enriched_labels(organization_id: uuid.UUID, conversation_id: str) -> list[EnrichedLabel]:
+    """Every label of the catalogue, then the applied labels outside it (source ``conversation``)."""
     conversation = conversation_or_404(organization_id, conversation_id)
     applied = {_key(n): n for n in (conversation.extra or {}).get("labels", [])}
-    catalogue = list(
-        db.session.scalars(
-            select(Label).where(Label.organization_id == organization_id).order_by(Label.name_key)
-        )
-    )
-    flows = list(
-        db.session.scalars(select(Flow).where(Flow.organization_id == organization_id).order_by(Flow.name))
-    )
+    catalogue = list_labels(organization_id)
+    flows = list_flows(organization_id)
     entries: list[tuple[str, str]] = [(label.name, label.source) for label in catalogue]
     known = {label.name_key for label in catalogue}
     entries += [(name, "conversation") for key, name in applied.items() if key not in known]
 
-    def refs(name: str, attribute: str) -> list[dict[str, str]]:
-        return [
-            {"flowId": str(flow.id), "name": flow.name, "status": flow.status}
-            for flow in flows
-            if _key(name) in {_key(n) for n in getattr(flow, attribute)}
-        ]
+    def bound(name: str, attribute: str) -> list[Flow]:
+        return [flow for flow in flows if _key(name) in {_key(n) for n in getattr(flow, attribute)}]
 
-    return {
-        "labels": [
-            {
-                "name": name,
-                "source": source,
-                "isApplied": _key(name) in applied,
-                "sequences": {
-                    "triggers": refs(name, "trigger_labels"),
-                    "interrupts": refs(name, "interrupt_labels"),
-                },
-            }
-            for name, source in entries
-        ]
-    }
+    return [
+        EnrichedLabel(
+            name=name,
+            source=source,
+            applied=_key(name) in applied,
+            triggers=bound(name, "trigger_labels"),
+            interrupts=bound(name, "interrupt_labels"),
+        )
+        for name, source in entries
+    ]
 
 
-def addresses_by_label(organization_id: uuid.UUID, label: str) -> dict[str, Any]:
+def addresses_by_label(organization_id: uuid.UUID, label: str) -> list[str]:
     rows = db.session.scalars(
         select(Conversation.contact_address)
         .join(ConversationLabel, ConversationLabel.conversation_id == Conversation.id)
@@ -275,66 +286,75 @@ def addresses_by_label(organization_id: uuid.UUID, label: str) -> dict[str, Any]
         .group_by(Conversation.contact_address)
         .order_by(func.min(Conversation.created_at), Conversation.contact_address)
     )
-    return {"addresses": list(rows)}
+    return list(rows)
 
 
 # ---- flows -----------------------------------------------------------------------------------------------
 
 
-def serialize_flow(flow: Flow) -> dict[str, Any]:
-    return {
-        "id": str(flow.id),
-        "name": flow.name,
-        "status": flow.status,
-        "trigger_labels": list(flow.trigger_labels or []),
-        "interrupt_labels": list(flow.interrupt_labels or []),
-        "member_id": flow.member_id,
-        "steps": list(flow.steps or []),
-        "created_at": isoformat(flow.created_at),
-        "updated_at": isoformat(flow.updated_at),
-    }
-
-
-def list_flows(organization_id: uuid.UUID) -> dict[str, Any]:
-    rows = list(
+def list_flows(organization_id: uuid.UUID) -> list[Flow]:
+    return list(
         db.session.scalars(select(Flow).where(Flow.organization_id == organization_id).order_by(Flow.name))
     )
-    return {"data": [serialize_flow(f) for f in rows], "total": len(rows)}
 
 
-def _flow_or_404(organization_id: uuid.UUID, flow_id: str) -> Flow:
-    identifier = as_uuid(flow_id)
-    flow = db.session.get(Flow, identifier) if identifier else None
-    if flow is None or flow.organization_id != organization_id:
+def get_flow(organization_id: uuid.UUID, flow_id: str) -> Flow:
+    flow = find_for_org(Flow, flow_id, organization_id)
+    if flow is None:
         raise ApiError(404, "Flow not found")
     return flow
 
 
-def get_flow(organization_id: uuid.UUID, flow_id: str) -> dict[str, Any]:
-    return serialize_flow(_flow_or_404(organization_id, flow_id))
+def _check_flow_member(organization_id: uuid.UUID, member_id: str | None) -> None:
+    """A flow runs as a member (typically an AI agent) of the same organization: an id of another
+    organization, or of nobody, is refused naming the field."""
+    if member_id is not None and find_member(organization_id, member_id) is None:
+        raise ApiError(400, "member_id: no member with this id in the organization", param="member_id")
 
 
-def create_flow(organization_id: uuid.UUID, body: FlowIn) -> dict[str, Any]:
-    flow = Flow(organization_id=organization_id, **body.model_dump())
+def create_flow(
+    organization_id: uuid.UUID,
+    name: str,
+    *,
+    status: str = "active",
+    trigger_labels: list[str] | None = None,
+    interrupt_labels: list[str] | None = None,
+    member_id: str | None = None,
+    steps: list[dict[str, Any]] | None = None,
+) -> Flow:
+    """An automation sequence; its labels are catalogued (source ``automation``) when new."""
+    _check_flow_member(organization_id, member_id)
+    flow = Flow(
+        organization_id=organization_id,
+        name=name,
+        status=status,
+        trigger_labels=list(trigger_labels or []),
+        interrupt_labels=list(interrupt_labels or []),
+        member_id=member_id,
+        steps=list(steps or []),
+    )
     db.session.add(flow)
-    _ensure_catalogued(organization_id, [*body.trigger_labels, *body.interrupt_labels], "automation")
-    db.session.commit()
-    return serialize_flow(flow)
+    _ensure_catalogued(organization_id, [*flow.trigger_labels, *flow.interrupt_labels], "automation")
+    db.session.flush()
+    return flow
 
 
-def update_flow(organization_id: uuid.UUID, flow_id: str, body: FlowPatch) -> dict[str, Any]:
-    flow = _flow_or_404(organization_id, flow_id)
-    for field, value in body.sent_fields().items():
+def update_flow(organization_id: uuid.UUID, flow_id: str, changes: Mapping[str, Any]) -> Flow:
+    """Change the fields in ``changes``; null leaves a field as it is, except ``member_id`` (null: none)."""
+    flow = get_flow(organization_id, flow_id)
+    if changes.get("member_id") is not None:
+        _check_flow_member(organization_id, changes["member_id"])
+    for field, value in changes.items():
+        if field not in FLOW_FIELDS:
+            raise ValueError(f"not a flow field: {field}")
         if value is not None or field == "member_id":
             setattr(flow, field, value)
     _ensure_catalogued(organization_id, [*flow.trigger_labels, *flow.interrupt_labels], "automation")
     flow.updated_at = utcnow()
-    db.session.commit()
-    return serialize_flow(flow)
+    db.session.flush()
+    return flow
 
 
-def delete_flow(organization_id: uuid.UUID, flow_id: str) -> dict[str, Any]:
-    flow = _flow_or_404(organization_id, flow_id)
-    db.session.delete(flow)
-    db.session.commit()
-    return {"id": flow_id, "deleted": True}
+def delete_flow(organization_id: uuid.UUID, flow_id: str) -> None:
+    db.session.delete(get_flow(organization_id, flow_id))
+    db.session.flush()

@@ -14,13 +14,13 @@ from typing import Any
 from sqlalchemy import func, select
 
 from blueprints.members.models import AgentConfig, AgentConfigVersion, Member, Team
-from blueprints.members.schemas import CHAT_DEFAULTS
 from blueprints.members.services import hooks, teams
 from blueprints.members.services.members import find_member, get_member, members_by_ids
 from core.db import db
 from core.errors import ApiError, not_found
 from core.events import publish
 from core.pagination import Page, paginate
+from core.text import LIKE_ESCAPE, contains_pattern
 
 CONFIG_FIELDS = (
     "sections",
@@ -31,8 +31,6 @@ CONFIG_FIELDS = (
     "notifications",
     "call_transfers",
 )
-# Summary "status": what a customer-facing list calls an agent's presence.
-AGENT_STATUS = {"online": "available", "busy": "busy", "away": "away", "offline": "unavailable"}
 
 
 @dataclass(frozen=True)
@@ -41,10 +39,6 @@ class AgentView:
     config: AgentConfig | None
     teams: list[Team]
     connections: list[str]
-
-
-def _escape_like(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def list_agents(
@@ -66,7 +60,7 @@ def list_agents(
     )
     if search:
         statement = statement.where(
-            func.lower(Member.name).like(f"%{_escape_like(search.lower())}%", escape="\\")
+            func.lower(Member.name).like(contains_pattern(search.lower()), escape=LIKE_ESCAPE)
         )
     if category:
         statement = statement.where(func.lower(AgentConfig.business_category) == category.lower())
@@ -121,11 +115,6 @@ def snapshot(config: AgentConfig) -> dict[str, Any]:
         "notifications": dict(config.notifications or {}),
         "call_transfers": list(config.call_transfers or []),
     }
-
-
-def effective_sections(sections: dict[str, Any]) -> dict[str, Any]:
-    """Sections as read: ``chat`` always present, with the defaults for what was not set."""
-    return {**sections, "chat": {**CHAT_DEFAULTS, **(sections.get("chat") or {})}}
 
 
 def diff(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
@@ -226,7 +215,7 @@ def replace_config(
     config.notifications = _clean(body.get("notifications"))
     config.call_transfers = transfers
     _record(config, before, action="create" if created else "replace", changed_by=changed_by)
-    db.session.commit()
+    db.session.flush()  # the answer shows the new version and updated_at
     return config, created
 
 
@@ -260,7 +249,7 @@ def update_config(
         config.business_category = fields["business_category"]
     if diff(before, snapshot(config)):
         _record(config, before, action="update", changed_by=changed_by)
-    db.session.commit()
+    db.session.flush()  # the answer shows the new version and updated_at
     return config
 
 
@@ -298,5 +287,5 @@ def restore_version(
     config.notifications = saved.get("notifications") or {}
     config.call_transfers = saved.get("call_transfers") or []
     _record(config, before, action="restore", changed_by=changed_by, restored_from=version)
-    db.session.commit()
+    db.session.flush()  # the answer shows the new version and updated_at
     return config

@@ -1,9 +1,10 @@
-"""Members (human agents and AI agents): the messaging area's member CRUD."""
+"""Members (human agents and AI agents): the messaging area's member CRUD, and the lookups other areas
+use to check a member id (``existing_member_ids``)."""
 
 from __future__ import annotations
 
-import secrets
 import uuid
+from collections.abc import Iterable
 from typing import Any
 
 from sqlalchemy import select
@@ -14,12 +15,11 @@ from core.db import db, utcnow
 from core.errors import ApiError, not_found
 from core.events import publish
 
-HUMAN_PREFIX = "mem_"
-AI_PREFIX = "ai_"
 
-
-def new_member_id(ai: bool) -> str:
-    return (AI_PREFIX if ai else HUMAN_PREFIX) + secrets.token_hex(10)
+def new_member_id() -> str:
+    """A generated member id is a UUID in text form, the "member UUID" the CRM's member fields take;
+    ids a client chooses stay free-form strings (MEMBER_ID_PATTERN)."""
+    return str(uuid.uuid4())
 
 
 def get_member(organization_id: uuid.UUID, member_id: str) -> Member:
@@ -31,6 +31,8 @@ def get_member(organization_id: uuid.UUID, member_id: str) -> Member:
 
 
 def find_member(organization_id: uuid.UUID, member_id: str) -> Member | None:
+    # Member ids are unique per organization only (the surrogate key ``pk`` is the primary key), so
+    # the lookup is by (organization, id) rather than core.tenancy's primary-key lookup.
     return db.session.scalar(
         select(Member).where(Member.organization_id == organization_id, Member.id == member_id)
     )
@@ -43,6 +45,19 @@ def members_by_ids(organization_id: uuid.UUID, member_ids: list[str]) -> dict[st
         select(Member).where(Member.organization_id == organization_id, Member.id.in_(set(member_ids)))
     )
     return {m.id: m for m in rows}
+
+
+def existing_member_ids(organization_id: uuid.UUID, ids: Iterable[str]) -> set[str]:
+    """Which of ``ids`` name a member (human or AI) of the organization, in one query. Deleted members
+    are gone from the table, so they are never among them. Other areas check their member fields with it."""
+    wanted = {i for i in ids if isinstance(i, str) and i}
+    if not wanted:
+        return set()
+    return set(
+        db.session.scalars(
+            select(Member.id).where(Member.organization_id == organization_id, Member.id.in_(wanted))
+        )
+    )
 
 
 def list_members(organization_id: uuid.UUID, *, skip: int, take: int) -> list[Member]:
@@ -81,10 +96,12 @@ def record_status_event(
 
 
 def create_member(organization_id: uuid.UUID, fields: dict[str, Any], *, changed_by: str) -> Member:
+    """``fields``: ``name``, ``ai`` and optionally ``id``, ``organization_id``, ``user_id``, ``picture``,
+    ``extra``. Without an ``id`` the member gets a generated UUID."""
     if fields.get("organization_id") not in (None, organization_id):
         raise ApiError(400, "organization_id: must be the organization of the path")
     ai = bool(fields["ai"])
-    member_id = fields.get("id") or new_member_id(ai)
+    member_id = fields.get("id") or new_member_id()
     if find_member(organization_id, member_id) is not None:
         raise ApiError(409, f"id: a member with id {member_id!r} already exists", code="member_exists")
     now = utcnow()
@@ -106,11 +123,12 @@ def create_member(organization_id: uuid.UUID, fields: dict[str, Any], *, changed
     db.session.flush()
     record_status_event(member, from_status=None, changed_by=changed_by, source="created")
     publish("member.created", organization_id, {"member_id": member.id, "ai": member.ai})
-    db.session.commit()
+    db.session.flush()
     return member
 
 
 def update_member(organization_id: uuid.UUID, member_id: str, fields: dict[str, Any]) -> Member:
+    """Change the fields present in ``fields`` (``extra`` is replaced as a whole)."""
     member = get_member(organization_id, member_id)
     if fields.get("organization_id") not in (None, organization_id):
         raise ApiError(400, "organization_id: must be the organization of the path")
@@ -122,7 +140,7 @@ def update_member(organization_id: uuid.UUID, member_id: str, fields: dict[str, 
     if "extra" in fields:
         member.extra = fields["extra"] or {}
     publish("member.updated", organization_id, {"member_id": member.id, "fields": sorted(fields)})
-    db.session.commit()
+    db.session.flush()  # the answer shows the new updated_at
     return member
 
 
@@ -133,5 +151,5 @@ def delete_member(organization_id: uuid.UUID, member_id: str) -> int:
     remaining = hooks.active_conversations(organization_id, [member.id])[member.id]
     db.session.delete(member)
     publish("member.deleted", organization_id, {"member_id": member_id, "active_conversations": remaining})
-    db.session.commit()
+    db.session.flush()
     return remaining

@@ -14,8 +14,9 @@ from sqlalchemy import exists, or_, select
 
 from blueprints.members.models import Member, MemberStatusEvent, UnavailabilityReason
 from core.db import db
-from core.errors import ApiError, not_found
+from core.errors import ApiError
 from core.events import publish
+from core.tenancy import get_for_org
 
 
 def list_reasons(organization_id: uuid.UUID, *, active: bool | None = None) -> list[UnavailabilityReason]:
@@ -25,15 +26,9 @@ def list_reasons(organization_id: uuid.UUID, *, active: bool | None = None) -> l
     return list(db.session.scalars(statement.order_by(UnavailabilityReason.name_key)))
 
 
-def get_reason(organization_id: uuid.UUID, reason_id: uuid.UUID) -> UnavailabilityReason:
-    reason = db.session.scalar(
-        select(UnavailabilityReason).where(
-            UnavailabilityReason.organization_id == organization_id, UnavailabilityReason.id == reason_id
-        )
-    )
-    if reason is None:
-        raise not_found("Unavailability reason")
-    return reason
+def get_reason(organization_id: uuid.UUID, reason_id: uuid.UUID | str) -> UnavailabilityReason:
+    """The reason, or 404 (also for a malformed id or another organization's reason)."""
+    return get_for_org(UnavailabilityReason, reason_id, organization_id, "Unavailability reason")
 
 
 def _check_unique(organization_id: uuid.UUID, name: str, exclude: uuid.UUID | None = None) -> None:
@@ -60,12 +55,11 @@ def create_reason(organization_id: uuid.UUID, fields: dict[str, Any]) -> Unavail
     db.session.add(reason)
     db.session.flush()
     publish("unavailable_reason.created", organization_id, {"reason_id": str(reason.id), "name": name})
-    db.session.commit()
     return reason
 
 
 def update_reason(
-    organization_id: uuid.UUID, reason_id: uuid.UUID, fields: dict[str, Any]
+    organization_id: uuid.UUID, reason_id: uuid.UUID | str, fields: dict[str, Any]
 ) -> UnavailabilityReason:
     reason = get_reason(organization_id, reason_id)
     if "name" in fields:
@@ -77,7 +71,7 @@ def update_reason(
     if "active" in fields:
         reason.active = fields["active"]
     publish("unavailable_reason.updated", organization_id, {"reason_id": str(reason.id), "name": reason.name})
-    db.session.commit()
+    db.session.flush()  # the answer shows the new updated_at
     return reason
 
 
@@ -92,9 +86,10 @@ def reason_in_use(organization_id: uuid.UUID, reason_id: uuid.UUID) -> bool:
     return bool(db.session.scalar(select(or_(used_in_history, used_now))))
 
 
-def delete_reason(organization_id: uuid.UUID, reason_id: uuid.UUID) -> bool:
-    """Delete an unused reason (True) or deactivate one in use (False)."""
+def delete_reason(organization_id: uuid.UUID, reason_id: uuid.UUID | str) -> tuple[uuid.UUID, bool]:
+    """Delete an unused reason or deactivate one in use: (its id, whether it was deleted)."""
     reason = get_reason(organization_id, reason_id)
+    reason_id = reason.id
     if reason_in_use(organization_id, reason.id):
         reason.active = False
         deleted = False
@@ -106,5 +101,5 @@ def delete_reason(organization_id: uuid.UUID, reason_id: uuid.UUID) -> bool:
         organization_id,
         {"reason_id": str(reason_id), "deleted": deleted},
     )
-    db.session.commit()
-    return deleted
+    db.session.flush()
+    return reason_id, deleted

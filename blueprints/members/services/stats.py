@@ -44,15 +44,6 @@ class StatsRange:
     start: datetime  # UTC, inclusive
     end: datetime  # UTC, exclusive
 
-    def describe(self) -> dict[str, str]:
-        return {
-            "from": self.first_day.isoformat(),
-            "to": self.last_day.isoformat(),
-            "timezone": self.zone.key,
-            "start": isoformat(self.start) or "",
-            "end": isoformat(self.end) or "",
-        }
-
 
 def make_range(
     first_day: date | None, last_day: date | None, timezone: str | None, *, now: datetime | None = None
@@ -174,9 +165,21 @@ def availability_totals(
     return list(totals.values())
 
 
+@dataclass(frozen=True)
+class StatusCounts:
+    """Members per status now, members who spent time in each status, and changes per status and per
+    reason within a range."""
+
+    total_members: int
+    current: dict[str, int]
+    members_with_status: dict[str, int]
+    changes: dict[str, int]
+    reasons: dict[str, int]
+
+
 def status_counts(
     organization_id: uuid.UUID, stats_range: StatsRange, *, now: datetime | None = None
-) -> dict[str, object]:
+) -> StatusCounts:
     totals = availability_totals(organization_id, stats_range, now=now)
     current = Counter(t.member.status for t in totals)
     end = min(stats_range.end, now or utcnow())
@@ -195,13 +198,13 @@ def status_counts(
         changes[status] += count
         if reason:
             reasons[reason] += count
-    return {
-        "total_members": len(totals),
-        "current": {s: current.get(s, 0) for s in STATUSES},
-        "members_with_status": {s: sum(1 for t in totals if t.seconds[s] > 0) for s in STATUSES},
-        "changes": {s: changes.get(s, 0) for s in STATUSES},
-        "reasons": dict(sorted(reasons.items())),
-    }
+    return StatusCounts(
+        total_members=len(totals),
+        current={s: current.get(s, 0) for s in STATUSES},
+        members_with_status={s: sum(1 for t in totals if t.seconds[s] > 0) for s in STATUSES},
+        changes={s: changes.get(s, 0) for s in STATUSES},
+        reasons=dict(sorted(reasons.items())),
+    )
 
 
 def history_statement(

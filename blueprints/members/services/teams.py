@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import delete, func, select
@@ -12,24 +13,33 @@ from sqlalchemy import delete, func, select
 from blueprints.members.models import Member, Team, TeamMember
 from blueprints.members.services.members import get_member, members_by_ids
 from core.db import db
-from core.errors import ApiError, not_found
+from core.errors import ApiError
 from core.events import publish
 from core.pagination import Page, paginate
+from core.tenancy import find_for_org, get_for_org
 
 
-def get_team(organization_id: uuid.UUID, team_id: uuid.UUID) -> Team:
-    team = db.session.scalar(select(Team).where(Team.organization_id == organization_id, Team.id == team_id))
-    if team is None:
-        raise not_found("Team")
-    return team
+@dataclass(frozen=True)
+class TeamView:
+    """A team with its members (ordered by name), as the team endpoints answer it."""
+
+    team: Team
+    members: list[Member]
+
+
+def with_members(teams: list[Team]) -> list[TeamView]:
+    """Views of several teams, their members read in one query."""
+    grouped = members_of([t.id for t in teams])
+    return [TeamView(t, grouped.get(t.id, [])) for t in teams]
+
+
+def get_team(organization_id: uuid.UUID, team_id: uuid.UUID | str) -> Team:
+    """The team, or 404 ``No Team found`` (also for a malformed id or another organization's team)."""
+    return get_for_org(Team, team_id, organization_id, "Team")
 
 
 def find_team(organization_id: uuid.UUID, team_id: uuid.UUID | str) -> Team | None:
-    try:
-        key = team_id if isinstance(team_id, uuid.UUID) else uuid.UUID(str(team_id))
-    except ValueError:
-        return None
-    return db.session.scalar(select(Team).where(Team.organization_id == organization_id, Team.id == key))
+    return find_for_org(Team, team_id, organization_id)
 
 
 def members_of(team_ids: list[uuid.UUID]) -> dict[uuid.UUID, list[Member]]:
@@ -112,11 +122,11 @@ def create_team(organization_id: uuid.UUID, fields: dict[str, Any]) -> Team:
     db.session.flush()
     _add(team, members)
     publish("team.created", organization_id, {"team_id": str(team.id), "name": team.name})
-    db.session.commit()
+    db.session.flush()
     return team
 
 
-def update_team(organization_id: uuid.UUID, team_id: uuid.UUID, fields: dict[str, Any]) -> Team:
+def update_team(organization_id: uuid.UUID, team_id: uuid.UUID | str, fields: dict[str, Any]) -> Team:
     team = get_team(organization_id, team_id)
     if "name" in fields:
         _check_unique(organization_id, fields["name"], exclude=team.id)
@@ -125,28 +135,31 @@ def update_team(organization_id: uuid.UUID, team_id: uuid.UUID, fields: dict[str
     if "description" in fields:
         team.description = fields["description"]
     publish("team.updated", organization_id, {"team_id": str(team.id), "name": team.name})
-    db.session.commit()
+    db.session.flush()  # the answer shows the new updated_at
     return team
 
 
-def delete_team(organization_id: uuid.UUID, team_id: uuid.UUID) -> None:
+def delete_team(organization_id: uuid.UUID, team_id: uuid.UUID | str) -> uuid.UUID:
+    """Delete the team (its memberships go with it); returns its id."""
     team = get_team(organization_id, team_id)
+    deleted_id = team.id
     db.session.execute(delete(TeamMember).where(TeamMember.team_id == team.id))
     db.session.delete(team)
-    publish("team.deleted", organization_id, {"team_id": str(team_id)})
-    db.session.commit()
+    publish("team.deleted", organization_id, {"team_id": str(deleted_id)})
+    db.session.flush()
+    return deleted_id
 
 
-def add_members(organization_id: uuid.UUID, team_id: uuid.UUID, member_ids: list[str]) -> Team:
+def add_members(organization_id: uuid.UUID, team_id: uuid.UUID | str, member_ids: list[str]) -> Team:
     team = get_team(organization_id, team_id)
     members = _resolve_members(organization_id, member_ids)
     if _add(team, members):
         publish("team.changed", organization_id, {"team_id": str(team.id), "added": [m.id for m in members]})
-    db.session.commit()
+    db.session.flush()
     return team
 
 
-def remove_member(organization_id: uuid.UUID, team_id: uuid.UUID, member_id: str) -> Team:
+def remove_member(organization_id: uuid.UUID, team_id: uuid.UUID | str, member_id: str) -> Team:
     team = get_team(organization_id, team_id)
     member = get_member(organization_id, member_id)
     removed = db.session.execute(
@@ -155,7 +168,6 @@ def remove_member(organization_id: uuid.UUID, team_id: uuid.UUID, member_id: str
     if not removed:
         raise ApiError(404, f"Member {member_id} is not in this team")
     publish("team.changed", organization_id, {"team_id": str(team.id), "removed": [member.id]})
-    db.session.commit()
     return team
 
 

@@ -44,7 +44,7 @@ def create_user(
     role: str = "agent",
     member_id: str | None = None,
 ) -> CreatedUser:
-    """The user and its human member, in one transaction."""
+    """The user and its human member, in the caller's unit of work."""
     if db.session.get(Organization, organization_id) is None:
         raise ApiError(404, "No Organization found")
     if role not in ROLES:
@@ -68,7 +68,7 @@ def create_user(
     db.session.flush()
     now = utcnow()
     member = Member(
-        id=member_id or new_member_id(ai=False),
+        id=member_id or new_member_id(),
         organization_id=organization_id,
         name=name,
         ai=False,
@@ -81,7 +81,7 @@ def create_user(
     db.session.add(member)
     db.session.flush()
     record_status_event(member, from_status=None, changed_by="cli", source="created")
-    db.session.commit()
+    db.session.flush()
     return CreatedUser(user, member)
 
 
@@ -102,8 +102,7 @@ def authenticate(email: str, password: str) -> User | None:
         return None
     if _hasher.check_needs_rehash(user.password_hash):
         user.password_hash = _hasher.hash(password)
-    user.last_login_at = utcnow()
-    db.session.commit()
+    user.last_login_at = utcnow()  # committed by the login page's unit of work
     return user
 
 

@@ -1,0 +1,34 @@
+"""The desk speaks Spanish and English (Flask-Babel).
+
+The browser's ``Accept-Language`` chooses; the language menu overrides it and the choice is remembered in
+the signed-in user's session cookie (which "remember me" keeps for a year). Dates, numbers and money
+on pages go through Babel's formatters for that locale and the organization's time zone.
+"""
+
+from __future__ import annotations
+
+from flask import Flask, request, session
+from flask_babel import Babel
+
+from core.config import PROJECT_ROOT
+
+LANGUAGES = {"en": "English", "es": "Español"}
+DEFAULT_LANGUAGE = "en"
+
+babel = Babel()
+
+
+def select_locale() -> str:
+    chosen = session.get("locale")
+    if chosen in LANGUAGES:
+        return str(chosen)
+    return request.accept_languages.best_match(list(LANGUAGES)) or DEFAULT_LANGUAGE
+
+
+def init_app(app: Flask) -> None:
+    app.config.setdefault("BABEL_TRANSLATION_DIRECTORIES", str(PROJECT_ROOT / "translations"))
+    babel.init_app(app, locale_selector=select_locale)
+
+    @app.context_processor
+    def _languages() -> dict[str, object]:
+        return {"languages": LANGUAGES, "current_language": select_locale()}

@@ -1,0 +1,47 @@
+"""The desk's Socket.IO connections: a browser connects with its sign-in session, nothing else.
+
+The page passes ``auth={"desk": "<environment>"}``; the connection is accepted only when that
+environment's session cookie names an active user, and joins only the rooms of that user's organization
+(conversation rooms are joined later through ``join_conversation``, which checks the conversation). The
+member's presence follows the connection (members area).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from flask import current_app, request
+
+from blueprints.members import realtime as members_realtime
+from blueprints.members.services.desk import desk_identity
+from core import realtime
+from core.environments import ENVIRONMENTS, environment_app, in_environment
+
+
+def _session_user_id(environment: str) -> str | None:
+    target = environment_app(current_app._get_current_object(), environment)  # type: ignore[attr-defined]
+    session = target.session_interface.open_session(target, request)
+    user_id = session.get("_user_id") if session is not None else None
+    return str(user_id) if user_id else None
+
+
+def _authenticate(auth: dict[str, Any]) -> list[str] | None:
+    environment = auth.get("desk") if isinstance(auth, dict) else None
+    if environment not in ENVIRONMENTS:
+        return None
+    user_id = _session_user_id(environment)
+    if user_id is None:
+        return None
+    try:
+        with in_environment(current_app._get_current_object(), environment):  # type: ignore[attr-defined]
+            identity = desk_identity(uuid.UUID(user_id))
+    except ValueError:
+        return None
+    if identity is None or identity.member_id is None:
+        return None
+    return members_realtime.hold_connection(environment, identity.organization_id, identity.member_id)
+
+
+def install() -> None:
+    realtime.add_connection_authenticator(_authenticate)

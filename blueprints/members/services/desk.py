@@ -1,0 +1,46 @@
+"""What the desk pages need to know about the person signed in (read-only; sign-in itself is
+``users.authenticate``)."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from sqlalchemy import select
+
+from blueprints.members.models import Member, User
+from blueprints.organizations.models import Organization
+from core.db import db
+
+
+@dataclass(frozen=True)
+class DeskIdentity:
+    user_id: uuid.UUID
+    organization_id: uuid.UUID
+    organization_name: str
+    member_id: str | None
+    name: str
+    email: str
+    role: str
+
+
+def desk_identity(user_id: uuid.UUID) -> DeskIdentity | None:
+    """The active user with this id, with their human member and organization, in one query."""
+    row = db.session.execute(
+        select(User, Organization.name, Member.id)
+        .join(Organization, Organization.id == User.organization_id)
+        .outerjoin(Member, (Member.organization_id == User.organization_id) & (Member.user_id == User.id))
+        .where(User.id == user_id, User.active.is_(True))
+    ).first()
+    if row is None:
+        return None
+    user, organization_name, member_id = row
+    return DeskIdentity(
+        user_id=user.id,
+        organization_id=user.organization_id,
+        organization_name=organization_name,
+        member_id=member_id,
+        name=user.name,
+        email=user.email,
+        role=user.role,
+    )

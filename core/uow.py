@@ -81,6 +81,8 @@ _DELIVERING = "agentdesk.delivering"
 
 @event.listens_for(Session, "after_commit")
 def _after_commit(session: Session) -> None:
+    if session.get_nested_transaction() is not None:
+        return  # a SAVEPOINT was released (SQLAlchemy fires this event for it too): the unit goes on
     session.info.pop(_WROTE, None)
     callbacks = session.info.pop(_AFTER_COMMIT, None) or ()
     # Followers often read (which opens a new transaction); what they enqueue in turn must still go out

@@ -52,3 +52,24 @@ def test_docs_page_is_served(client: FlaskClient) -> None:
     page = client.get("/docs/swagger")
     assert page.status_code == 200
     assert b"swagger" in page.data.lower()
+
+
+def test_no_two_models_share_a_component_name(app: Flask, client: FlaskClient) -> None:
+    """The document names components by class name: two areas' models with one name would silently
+    describe one area's bodies with the other's schema."""
+    import importlib
+    import inspect
+    from pathlib import Path
+
+    from pydantic import BaseModel
+
+    owners: dict[str, list[str]] = {}
+    for schemas in sorted(Path("blueprints").glob("*/schemas.py")):
+        module = importlib.import_module(".".join(schemas.with_suffix("").parts))
+        for name, value in vars(module).items():
+            defined_here = inspect.isclass(value) and value.__module__ == module.__name__
+            if defined_here and issubclass(value, BaseModel):
+                owners.setdefault(name, []).append(module.__name__)
+    components = client.get("/openapi.json").get_json()["components"]["schemas"]
+    shared = {name: where for name, where in owners.items() if len(where) > 1 and name in components}
+    assert shared == {}

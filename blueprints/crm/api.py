@@ -5,12 +5,12 @@ Authentication: ``X-API-Key`` or ``Authorization: Bearer <JWT>`` (the only area 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from dataclasses import fields as dataclass_fields
 from typing import Any
 
 from flask_openapi3 import APIBlueprint, Tag
+from pydantic import BaseModel
 
-from blueprints.crm import serializers as out
 from blueprints.crm.schemas import (
     AccountContactBody,
     AccountContactPath,
@@ -24,10 +24,10 @@ from blueprints.crm.schemas import (
     BaseCurrencyBody,
     ContactCreate,
     ContactIdentityPath,
-    ContactList,
     ContactListQuery,
-    ContactOut,
     ContactUpdate,
+    CrmContactList,
+    CrmContactOut,
     CurrencyOut,
     DealConversationBody,
     DealConversationOut,
@@ -85,6 +85,10 @@ from blueprints.crm.schemas import (
     TicketUpdate,
 )
 from blueprints.crm.services import contacts, deals, pipelines, tasks, tickets
+from blueprints.crm.services.contacts import AccountFilters, ContactFilters
+from blueprints.crm.services.deals import DealFilters
+from blueprints.crm.services.tasks import TaskFilters
+from blueprints.crm.services.tickets import TicketFilters
 from core import auth
 from core.openapi import API_KEY_OR_JWT, CrmError, error_responses
 from core.pagination import Page
@@ -124,18 +128,19 @@ def _actor() -> str:
     return auth.current_actor()
 
 
-def _page(page: Page[Any], query: Any, serialize: Callable[[Any], Json]) -> Json:
+def _filters(filters: type[Any], query: BaseModel) -> Any:
+    """The service's filter dataclass from the parsed query (the same names on both sides)."""
+    values = query.model_dump()
+    return filters(**{f.name: values[f.name] for f in dataclass_fields(filters) if f.name in values})
+
+
+def _page(model: type[Any], page: Page[Any], query: Any) -> Json:
     """The CRM list wrapper: ``{data, total, limit, offset}``."""
-    return {
-        "data": [serialize(item) for item in page.items],
-        "total": page.total,
-        "limit": query.limit,
-        "offset": query.offset,
-    }
+    return model.dump({"data": page.items, "total": page.total, "limit": query.limit, "offset": query.offset})
 
 
 def _deleted(object_id: Any) -> Json:
-    return {"id": str(object_id), "deleted": True}
+    return Deleted.dump({"id": object_id, "deleted": True})
 
 
 # ------------------------------------------------------------------------------------ pipelines, stages
@@ -143,27 +148,28 @@ def _deleted(object_id: Any) -> Json:
 
 @pipelines_api.get("/pipelines", responses={200: PipelineList})
 def list_pipelines(path: OrgPath) -> Json:
-    """List pipelines with their stages; creates the default `General` (VNT) pipeline on first use."""
+    """List pipelines with their stages; an organization without any sees the default `General` (VNT)
+    pipeline, persisted by the first write that needs it."""
     items = pipelines.list_pipelines(_org())
-    return {"data": [out.pipeline_out(p) for p in items], "total": len(items)}
+    return PipelineList.dump({"data": items, "total": len(items)})
 
 
 @pipelines_api.post("/pipelines", responses={201: PipelineOut})
 def create_pipeline(path: OrgPath, body: PipelineCreate) -> Created:
     """Create a pipeline (unique 2-5 letter key; 409 when taken)."""
     pipeline = pipelines.create_pipeline(_org(), body.name, body.key, body.is_default)
-    return out.pipeline_out(pipeline), 201
+    return PipelineOut.dump(pipeline), 201
 
 
 @pipelines_api.get("/pipelines/<id>", responses={200: PipelineOut})
 def get_pipeline(path: IdPath) -> Json:
-    return out.pipeline_out(pipelines.get_pipeline(_org(), path.id))
+    return PipelineOut.dump(pipelines.get_pipeline(_org(), path.id))
 
 
 @pipelines_api.patch("/pipelines/<id>", responses={200: PipelineOut})
 def update_pipeline(path: IdPath, body: PipelineUpdate) -> Json:
     """Rename, re-key (only while it has no deals) or make default."""
-    return out.pipeline_out(pipelines.update_pipeline(_org(), path.id, body.sent_fields()))
+    return PipelineOut.dump(pipelines.update_pipeline(_org(), path.id, body.sent_fields()))
 
 
 @pipelines_api.delete("/pipelines/<id>", responses={200: Deleted})
@@ -176,13 +182,13 @@ def delete_pipeline(path: IdPath) -> Json:
 @pipelines_api.post("/pipelines/<id>/stages", responses={201: StageOut})
 def create_stage(path: IdPath, body: StageCreate) -> Created:
     """Insert a stage at `stage_order` (0-based); the stages at or after it shift by one."""
-    return out.stage_out(pipelines.create_stage(_org(), path.id, body.model_dump())), 201
+    return StageOut.dump(pipelines.create_stage(_org(), path.id, body.model_dump())), 201
 
 
 @pipelines_api.patch("/pipelines/stages/<id>", responses={200: StageOut})
 def update_stage(path: IdPath, body: StageUpdate) -> Json:
     """Rename, change probability/status/rotting days, or reorder with `stage_order`."""
-    return out.stage_out(pipelines.update_stage(_org(), path.id, body.sent_fields()))
+    return StageOut.dump(pipelines.update_stage(_org(), path.id, body.sent_fields()))
 
 
 @pipelines_api.delete("/pipelines/stages/<id>", responses={200: Deleted})
@@ -196,12 +202,13 @@ def delete_stage(path: IdPath, query: StageDeleteQuery) -> Json:
 
 
 def _currency() -> Json:
-    settings = pipelines.get_settings(_org())
-    return {
-        "base_currency": settings.base_currency,
-        "supported_currencies": pipelines.supported_currencies(),
-        "rates": [out.rate_out(r) for r in pipelines.list_rates(_org())],
-    }
+    return CurrencyOut.dump(
+        {
+            "base_currency": pipelines.get_settings(_org()).base_currency,
+            "supported_currencies": pipelines.supported_currencies(),
+            "rates": pipelines.list_rates(_org()),
+        }
+    )
 
 
 @pipelines_api.get("/currency", responses={200: CurrencyOut})
@@ -219,7 +226,7 @@ def set_base_currency(path: OrgPath, body: BaseCurrencyBody) -> Json:
 @pipelines_api.post("/currency/rates", responses={200: RateOut})
 def upsert_rate(path: OrgPath, body: RateBody) -> Json:
     """Create or replace the rate of a pair: 1 `from_currency` = `rate` `to_currency`."""
-    return out.rate_out(pipelines.upsert_rate(_org(), body.from_currency, body.to_currency, body.rate))
+    return RateOut.dump(pipelines.upsert_rate(_org(), body.from_currency, body.to_currency, body.rate))
 
 
 @pipelines_api.delete("/currency/rates/<from_currency>/<to_currency>", responses={200: CurrencyOut})
@@ -231,25 +238,19 @@ def delete_rate(path: RatePath) -> Json:
 @pipelines_api.get("/currency/pipeline/<pipelineId>/summary", responses={200: PipelineSummary})
 def pipeline_summary(path: SummaryPath) -> Json:
     """Per-stage totals and weighted totals in the base currency; unconvertible deals are listed."""
-    return pipelines.pipeline_summary(_org(), path.pipelineId)
+    return PipelineSummary.dump(pipelines.pipeline_summary(_org(), path.pipelineId))
 
 
 @pipelines_api.get("/settings", responses={200: SettingsOut})
 def get_settings(path: OrgPath) -> Json:
     """CRM settings of the organization: base currency, ticket reference prefix and counter."""
-    settings = pipelines.get_settings(_org())
-    return {
-        "base_currency": settings.base_currency,
-        "ticket_prefix": settings.ticket_prefix,
-        "ticket_counter": settings.ticket_counter,
-    }
+    return SettingsOut.dump(pipelines.get_settings(_org()))
 
 
 @pipelines_api.patch("/settings", responses={200: SettingsOut})
 def update_settings(path: OrgPath, body: SettingsUpdate) -> Json:
     """Change the ticket prefix (new tickets only; existing references never change)."""
-    pipelines.update_settings(_org(), body.sent_fields())
-    return get_settings(path)
+    return SettingsOut.dump(pipelines.update_settings(_org(), body.ticket_prefix))
 
 
 # ------------------------------------------------------------------------------------------------- deals
@@ -257,28 +258,28 @@ def update_settings(path: OrgPath, body: SettingsUpdate) -> Json:
 
 @deals_api.get("/deals", responses={200: DealList})
 def list_deals(path: OrgPath, query: DealListQuery) -> Json:
-    return _page(deals.list_deals(_org(), query), query, out.deal_out)
+    return _page(DealList, deals.list_deals(_org(), _filters(DealFilters, query)), query)
 
 
 @deals_api.post("/deals", responses={201: DealOut})
 def create_deal(path: OrgPath, body: DealCreate) -> Created:
-    return out.deal_out(deals.create_deal(_org(), body.model_dump(), actor=_actor())), 201
+    return DealOut.dump(deals.create_deal(_org(), body.model_dump(), actor=_actor())), 201
 
 
 @deals_api.get("/deals/<id>", responses={200: DealOut})
 def get_deal(path: IdPath) -> Json:
-    return out.deal_out(deals.get_deal(_org(), path.id))
+    return DealOut.dump(deals.get_deal(_org(), path.id))
 
 
 @deals_api.patch("/deals/<id>", responses={200: DealOut})
 def update_deal(path: IdPath, body: DealUpdate) -> Json:
-    return out.deal_out(deals.update_deal(_org(), path.id, body.sent_fields(), actor=_actor()))
+    return DealOut.dump(deals.update_deal(_org(), path.id, body.sent_fields(), actor=_actor()))
 
 
 @deals_api.patch("/deals/<id>/stage", responses={200: DealOut})
 def move_deal(path: IdPath, body: DealStageBody) -> Json:
     """Move to a stage of the deal's pipeline; a won/lost stage sets the status, an open one reopens."""
-    return out.deal_out(deals.change_stage(_org(), path.id, body.stage_id, actor=_actor()))
+    return DealOut.dump(deals.change_stage(_org(), path.id, body.stage_id, actor=_actor()))
 
 
 @deals_api.delete("/deals/<id>", responses={200: Deleted})
@@ -291,13 +292,13 @@ def delete_deal(path: IdPath) -> Json:
 @deals_api.post("/deals/<id>/line-items", responses={201: LineItemOut})
 def add_line_item(path: IdPath, body: LineItemCreate) -> Created:
     """total = quantity x unit_price - discount (>= 0, half-up); the deal amount becomes the sum."""
-    return out.line_item_out(deals.add_line_item(_org(), path.id, body.model_dump(), actor=_actor())), 201
+    return LineItemOut.dump(deals.add_line_item(_org(), path.id, body.model_dump(), actor=_actor())), 201
 
 
 @deals_api.patch("/deals/<id>/line-items/<itemId>", responses={200: LineItemOut})
 def update_line_item(path: DealItemPath, body: LineItemUpdate) -> Json:
     item = deals.update_line_item(_org(), path.id, path.itemId, body.sent_fields(), actor=_actor())
-    return out.line_item_out(item)
+    return LineItemOut.dump(item)
 
 
 @deals_api.delete("/deals/<id>/line-items/<itemId>", responses={200: Deleted})
@@ -308,9 +309,10 @@ def delete_line_item(path: DealItemPath) -> Json:
 
 @deals_api.post("/deals/<id>/conversations", responses={201: DealConversationOut})
 def link_conversation(path: IdPath, body: DealConversationBody) -> Created:
-    """Link a conversation or call; its summary is captured into the deal's activity timeline."""
+    """Link a conversation or call of the organization (404 otherwise); its summary is captured into the
+    deal's activity timeline."""
     link = deals.link_conversation(_org(), path.id, body.conversation_id, body.channel, body.linked_by)
-    return out.deal_conversation_out(link), 201
+    return DealConversationOut.dump(link), 201
 
 
 @deals_api.delete("/deals/<id>/conversations/<linkId>", responses={200: Deleted})
@@ -322,20 +324,20 @@ def unlink_conversation(path: DealLinkPath) -> Json:
 @deals_api.get("/deals/<id>/stage-times", responses={200: StageTimes})
 def stage_times(path: IdPath) -> Json:
     """Milliseconds spent in each stage (revisits summed; the current stay runs to now)."""
-    return deals.stage_times(_org(), path.id)
+    return StageTimes.dump(deals.stage_times(_org(), path.id))
 
 
 @deals_api.get("/deals/<id>/activities", responses={200: ActivityList})
 def list_activities(path: IdPath) -> Json:
     """The deal's timeline, newest first: creation, stage/status/amount changes, links, notes."""
     items = deals.list_activities(_org(), path.id)
-    return {"data": [out.activity_out(a) for a in items], "total": len(items)}
+    return ActivityList.dump({"data": items, "total": len(items)})
 
 
 @deals_api.post("/deals/<id>/notes", responses={201: ActivityOut})
 def add_note(path: IdPath, body: NoteBody) -> Created:
     author = str(body.author_id) if body.author_id else _actor()
-    return out.activity_out(deals.add_note(_org(), path.id, body.body, author)), 201
+    return ActivityOut.dump(deals.add_note(_org(), path.id, body.body, author)), 201
 
 
 # ----------------------------------------------------------------------------------------------- tickets
@@ -343,45 +345,45 @@ def add_note(path: IdPath, body: NoteBody) -> Created:
 
 @tickets_api.get("/tickets", responses={200: TicketList})
 def list_tickets(path: OrgPath, query: TicketListQuery) -> Json:
-    return _page(tickets.list_tickets(_org(), query), query, out.ticket_out)
+    return _page(TicketList, tickets.list_tickets(_org(), _filters(TicketFilters, query)), query)
 
 
 @tickets_api.post("/tickets", responses={201: TicketOut})
 def create_ticket(path: OrgPath, body: TicketCreate) -> Created:
-    return out.ticket_out(tickets.create_ticket(_org(), body.model_dump(), actor=_actor())), 201
+    return TicketOut.dump(tickets.create_ticket(_org(), body.model_dump(), actor=_actor())), 201
 
 
 @tickets_api.get("/tickets/by-ref/<reference>", responses={200: TicketOut})
 def get_ticket_by_reference(path: RefPath) -> Json:
-    return out.ticket_out(tickets.get_ticket_by_reference(_org(), path.reference))
+    return TicketOut.dump(tickets.get_ticket_by_reference(_org(), path.reference))
 
 
 @tickets_api.get("/tickets/<id>", responses={200: TicketOut})
 def get_ticket(path: IdPath) -> Json:
-    return out.ticket_out(tickets.get_ticket(_org(), path.id))
+    return TicketOut.dump(tickets.get_ticket(_org(), path.id))
 
 
 @tickets_api.patch("/tickets/<id>", responses={200: TicketOut})
 def update_ticket(path: IdPath, body: TicketUpdate) -> Json:
-    return out.ticket_out(tickets.update_ticket(_org(), path.id, body.sent_fields(), actor=_actor()))
+    return TicketOut.dump(tickets.update_ticket(_org(), path.id, body.sent_fields(), actor=_actor()))
 
 
 @tickets_api.patch("/tickets/<id>/assign", responses={200: TicketOut})
 def assign_ticket(path: IdPath, body: TicketAssignBody) -> Json:
     ticket = tickets.assign_ticket(_org(), path.id, body.assignee_member_id, body.assigned_by)
-    return out.ticket_out(ticket)
+    return TicketOut.dump(ticket)
 
 
 @tickets_api.patch("/tickets/<id>/state", responses={200: TicketOut})
 def change_ticket_state(path: IdPath, body: TicketStateBody) -> Json:
-    return out.ticket_out(tickets.change_state(_org(), path.id, body.state, actor=_actor()))
+    return TicketOut.dump(tickets.change_state(_org(), path.id, body.state, actor=_actor()))
 
 
 @tickets_api.get("/tickets/<id>/history", responses={200: StateHistory})
 def ticket_history(path: IdPath) -> Json:
     """State history, oldest first (creation is the first entry)."""
     changes = tickets.state_history(_org(), path.id)
-    return {"ticket_id": str(path.id), "data": [out.state_change_out(c) for c in changes]}
+    return StateHistory.dump({"ticket_id": path.id, "data": changes})
 
 
 def _named_routes(kind: str, label: str) -> None:
@@ -390,16 +392,16 @@ def _named_routes(kind: str, label: str) -> None:
 
     def list_items(path: OrgPath) -> Json:
         items = tickets.list_named(_org(), kind)
-        return {"data": [out.named_out(i) for i in items], "total": len(items)}
+        return NamedList.dump({"data": items, "total": len(items)})
 
     def create_item(path: OrgPath, body: NamedCreate) -> Created:
-        return out.named_out(tickets.create_named(_org(), kind, body.model_dump())), 201
+        return NamedOut.dump(tickets.create_named(_org(), kind, body.name, body.description)), 201
 
     def get_item(path: IdPath) -> Json:
-        return out.named_out(tickets.get_named(_org(), kind, path.id))
+        return NamedOut.dump(tickets.get_named(_org(), kind, path.id))
 
     def update_item(path: IdPath, body: NamedUpdate) -> Json:
-        return out.named_out(tickets.update_named(_org(), kind, path.id, body.sent_fields()))
+        return NamedOut.dump(tickets.update_named(_org(), kind, path.id, body.sent_fields()))
 
     def delete_item(path: IdPath) -> Json:
         tickets.delete_named(_org(), kind, path.id)
@@ -424,28 +426,28 @@ _named_routes("ticket-types", "ticket types")
 
 @tasks_api.get("/tasks", responses={200: TaskList})
 def list_tasks(path: OrgPath, query: TaskListQuery) -> Json:
-    return _page(tasks.list_tasks(_org(), query), query, out.task_out)
+    return _page(TaskList, tasks.list_tasks(_org(), _filters(TaskFilters, query)), query)
 
 
 @tasks_api.post("/tasks", responses={201: TaskOut})
 def create_task(path: OrgPath, body: TaskCreate) -> Created:
-    return out.task_out(tasks.create_task(_org(), body.model_dump())), 201
+    return TaskOut.dump(tasks.create_task(_org(), body.model_dump())), 201
 
 
 @tasks_api.get("/tasks/<id>", responses={200: TaskOut})
 def get_task(path: IdPath) -> Json:
-    return out.task_out(tasks.get_task(_org(), path.id))
+    return TaskOut.dump(tasks.get_task(_org(), path.id))
 
 
 @tasks_api.patch("/tasks/<id>", responses={200: TaskOut})
 def update_task(path: IdPath, body: TaskUpdate) -> Json:
     """Only the fields sent change."""
-    return out.task_out(tasks.update_task(_org(), path.id, body.sent_fields()))
+    return TaskOut.dump(tasks.update_task(_org(), path.id, body.sent_fields()))
 
 
 @tasks_api.patch("/tasks/<id>/complete", responses={200: TaskOut})
 def complete_task(path: IdPath) -> Json:
-    return out.task_out(tasks.complete_task(_org(), path.id))
+    return TaskOut.dump(tasks.complete_task(_org(), path.id))
 
 
 @tasks_api.delete("/tasks/<id>", responses={200: Deleted})
@@ -457,25 +459,25 @@ def delete_task(path: IdPath) -> Json:
 # ------------------------------------------------------------------------------------ contacts, accounts
 
 
-@contacts_api.get("/contacts", responses={200: ContactList})
+@contacts_api.get("/contacts", responses={200: CrmContactList})
 def list_contacts(path: OrgPath, query: ContactListQuery) -> Json:
-    return _page(contacts.list_contacts(_org(), query), query, out.contact_out)
+    return _page(CrmContactList, contacts.list_contacts(_org(), _filters(ContactFilters, query)), query)
 
 
-@contacts_api.post("/contacts", responses={201: ContactOut})
+@contacts_api.post("/contacts", responses={201: CrmContactOut})
 def create_contact(path: OrgPath, body: ContactCreate) -> Created:
     """Create a contact; phones are stored in E.164, emails lower-cased; a taken identity is 409."""
-    return out.contact_out(contacts.create_contact(_org(), body.model_dump())), 201
+    return CrmContactOut.dump(contacts.create_contact(_org(), body.model_dump())), 201
 
 
-@contacts_api.get("/contacts/<id>", responses={200: ContactOut})
+@contacts_api.get("/contacts/<id>", responses={200: CrmContactOut})
 def get_contact(path: IdPath) -> Json:
-    return out.contact_out(contacts.get_contact(_org(), path.id))
+    return CrmContactOut.dump(contacts.get_contact(_org(), path.id))
 
 
-@contacts_api.patch("/contacts/<id>", responses={200: ContactOut})
+@contacts_api.patch("/contacts/<id>", responses={200: CrmContactOut})
 def update_contact(path: IdPath, body: ContactUpdate) -> Json:
-    return out.contact_out(contacts.update_contact(_org(), path.id, body.sent_fields()))
+    return CrmContactOut.dump(contacts.update_contact(_org(), path.id, body.sent_fields()))
 
 
 @contacts_api.delete("/contacts/<id>", responses={200: Deleted})
@@ -484,42 +486,41 @@ def delete_contact(path: IdPath) -> Json:
     return _deleted(path.id)
 
 
-@contacts_api.post("/contacts/<id>/identities", responses={201: ContactOut})
+@contacts_api.post("/contacts/<id>/identities", responses={201: CrmContactOut})
 def add_identity(path: IdPath, body: IdentityIn) -> Created:
-    return out.contact_out(contacts.add_identity(_org(), path.id, body.kind, body.value)), 201
+    return CrmContactOut.dump(contacts.add_identity(_org(), path.id, body.kind, body.value)), 201
 
 
-@contacts_api.delete("/contacts/<id>/identities/<identity_id>", responses={200: ContactOut})
+@contacts_api.delete("/contacts/<id>/identities/<identity_id>", responses={200: CrmContactOut})
 def remove_identity(path: ContactIdentityPath) -> Json:
-    return out.contact_out(contacts.remove_identity(_org(), path.id, path.identity_id))
+    return CrmContactOut.dump(contacts.remove_identity(_org(), path.id, path.identity_id))
 
 
 @contacts_api.post("/contacts/<id>/merge", responses={200: MergeOut})
 def merge_contact(path: IdPath, body: MergeBody) -> Json:
     """Merge `source_contact_id` into this contact (identities, deals, tickets, tasks, accounts and
     conversations move here); the source is deleted."""
-    result = contacts.merge_contacts(_org(), path.id, body.source_contact_id)
-    return {**result, "contact": out.contact_out(result["contact"])}
+    return MergeOut.dump(contacts.merge_contacts(_org(), path.id, body.source_contact_id))
 
 
 @contacts_api.get("/accounts", responses={200: AccountList})
 def list_accounts(path: OrgPath, query: AccountListQuery) -> Json:
-    return _page(contacts.list_accounts(_org(), query), query, out.account_out)
+    return _page(AccountList, contacts.list_accounts(_org(), _filters(AccountFilters, query)), query)
 
 
 @contacts_api.post("/accounts", responses={201: AccountOut})
 def create_account(path: OrgPath, body: AccountCreate) -> Created:
-    return out.account_out(contacts.create_account(_org(), body.model_dump())), 201
+    return AccountOut.dump(contacts.create_account(_org(), body.model_dump())), 201
 
 
 @contacts_api.get("/accounts/<id>", responses={200: AccountOut})
 def get_account(path: IdPath) -> Json:
-    return out.account_out(contacts.get_account(_org(), path.id))
+    return AccountOut.dump(contacts.get_account(_org(), path.id))
 
 
 @contacts_api.patch("/accounts/<id>", responses={200: AccountOut})
 def update_account(path: IdPath, body: AccountUpdate) -> Json:
-    return out.account_out(contacts.update_account(_org(), path.id, body.sent_fields()))
+    return AccountOut.dump(contacts.update_account(_org(), path.id, body.sent_fields()))
 
 
 @contacts_api.delete("/accounts/<id>", responses={200: Deleted})
@@ -531,9 +532,9 @@ def delete_account(path: IdPath) -> Json:
 @contacts_api.post("/accounts/<id>/contacts", responses={200: AccountOut})
 def link_account_contact(path: IdPath, body: AccountContactBody) -> Json:
     """Link a contact to the account (again: updates the role)."""
-    return out.account_out(contacts.link_contact(_org(), path.id, body.contact_id, body.role))
+    return AccountOut.dump(contacts.link_contact(_org(), path.id, body.contact_id, body.role))
 
 
 @contacts_api.delete("/accounts/<id>/contacts/<contact_id>", responses={200: AccountOut})
 def unlink_account_contact(path: AccountContactPath) -> Json:
-    return out.account_out(contacts.unlink_contact(_org(), path.id, path.contact_id))
+    return AccountOut.dump(contacts.unlink_contact(_org(), path.id, path.contact_id))

@@ -9,6 +9,15 @@ The CRM never imports those areas. They connect receivers to these hooks (``core
 - ``conversation_summary``: the AI runtime summarizes with a language model,
   ``fn(organization_id, conversation_id, channel) -> Summary | None``; without an answer the offline
   extractive summarizer writes the summary.
+- ``known_members``: the members area says which member ids name members of the organization,
+  ``fn(organization_id, member_ids) -> set of ids``. Owners, assignees and ``linked_by`` are checked
+  against it.
+- ``known_conversations``: messaging (and later voice) say which conversation or call ids exist in the
+  organization, ``fn(organization_id, conversation_ids) -> set of ids``. Deal and ticket links are
+  checked against it.
+
+When nobody answers ``known_members`` or ``known_conversations`` every id is accepted: the CRM can run
+without the areas that own those ids.
 """
 
 from __future__ import annotations
@@ -17,11 +26,11 @@ import logging
 import re
 import uuid
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from core.hooks import hook
+from core.hooks import Hook, hook
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +56,36 @@ contact_merged = hook(
 conversation_summary = hook(
     "crm.conversation_summary", "fn(organization_id, conversation_id, channel) -> Summary | None"
 )
+
+
+known_members = hook(
+    "crm.known_members",
+    "fn(organization_id, member_ids) -> set of ids that are members of the organization",
+)
+known_conversations = hook(
+    "crm.known_conversations",
+    "fn(organization_id, conversation_ids) -> set of ids that exist in the organization "
+    "(conversations, later calls)",
+)
+
+
+def _unknown(asked: Hook, organization_id: uuid.UUID, key: str, ids: Iterable[str]) -> list[str]:
+    """The ids no receiver of ``asked`` knows, in the order given; none while nobody answers."""
+    wanted = list(dict.fromkeys(ids))
+    if not wanted or not asked.receivers:
+        return []
+    known: set[str] = set()
+    for answer in asked.answers(organization_id=organization_id, **{key: wanted}):
+        known.update(str(i) for i in answer or ())
+    return [i for i in wanted if i not in known]
+
+
+def unknown_members(organization_id: uuid.UUID, member_ids: Iterable[str]) -> list[str]:
+    return _unknown(known_members, organization_id, "member_ids", member_ids)
+
+
+def unknown_conversations(organization_id: uuid.UUID, conversation_ids: Iterable[str]) -> list[str]:
+    return _unknown(known_conversations, organization_id, "conversation_ids", conversation_ids)
 
 
 def read_conversation(organization_id: uuid.UUID, conversation_id: str) -> list[TranscriptLine] | None:

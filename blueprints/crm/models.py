@@ -3,13 +3,14 @@ stage history, activity), tickets, tasks, contacts (identities) and accounts.
 
 Money columns are ``Numeric`` and map to ``decimal.Decimal``; amounts are stored already rounded to the
 currency's minor units. Member ids (owners, assignees) and conversation ids belong to other areas, so
-they are stored as plain values without cross-area foreign keys.
+they are stored as plain text without cross-area foreign keys (checked through ``blueprints.crm.hooks``
+when they are written).
 """
 
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -21,6 +22,8 @@ from core.db import JSONType, TimestampMixin, UUIDPrimaryKeyMixin, db, utcnow
 MONEY = Numeric(20, 4)
 RATE = Numeric(30, 12)
 QUANTITY = Numeric(18, 4)
+# The members area's ids: a UUID in its text form or a custom id of up to 64 characters.
+MEMBER_ID = String(64)
 
 
 def _org_fk() -> Any:
@@ -175,7 +178,7 @@ class Deal(UUIDPrimaryKeyMixin, TimestampMixin, db.Model):
     amount: Mapped[Decimal] = mapped_column(MONEY, default=Decimal(0))
     currency: Mapped[str] = mapped_column(String(3), default="MXN", index=True)
     status: Mapped[str] = mapped_column(String(10), default="open", index=True)
-    owner_id: Mapped[uuid.UUID | None] = mapped_column(index=True)
+    owner_id: Mapped[str | None] = mapped_column(MEMBER_ID, index=True)
     account_id: Mapped[uuid.UUID | None] = mapped_column(
         ForeignKey("crm_accounts.id", ondelete="SET NULL"), index=True
     )
@@ -207,6 +210,14 @@ class Deal(UUIDPrimaryKeyMixin, TimestampMixin, db.Model):
         order_by="DealConversation.created_at",
         lazy="raise",
     )
+
+    @property
+    def is_rotting(self) -> bool:
+        """Open and untouched in its stage for longer than the stage's rotting days (needs ``stage``)."""
+        days = self.stage.rotting_days
+        if not days or self.status != "open":
+            return False
+        return utcnow() - self.stage_entered_at > timedelta(days=days)
 
 
 Index("ix_crm_deals_org_created", Deal.organization_id, Deal.created_at)
@@ -255,7 +266,7 @@ class DealConversation(UUIDPrimaryKeyMixin, db.Model):
     deal_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("crm_deals.id", ondelete="CASCADE"), index=True)
     conversation_id: Mapped[str] = mapped_column(String(100), index=True)
     channel: Mapped[str | None] = mapped_column(String(20))
-    linked_by: Mapped[uuid.UUID | None]
+    linked_by: Mapped[str | None] = mapped_column(MEMBER_ID)
     summary: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
@@ -321,8 +332,8 @@ class Ticket(UUIDPrimaryKeyMixin, TimestampMixin, db.Model):
     requester_id: Mapped[uuid.UUID | None] = mapped_column(
         ForeignKey("crm_contacts.id", ondelete="SET NULL"), index=True
     )
-    assignee_member_id: Mapped[uuid.UUID | None] = mapped_column(index=True)
-    assigned_by: Mapped[uuid.UUID | None]
+    assignee_member_id: Mapped[str | None] = mapped_column(MEMBER_ID, index=True)
+    assigned_by: Mapped[str | None] = mapped_column(MEMBER_ID)
     assigned_at: Mapped[datetime | None]
     account_id: Mapped[uuid.UUID | None] = mapped_column(
         ForeignKey("crm_accounts.id", ondelete="SET NULL"), index=True
@@ -377,7 +388,7 @@ class CrmTask(UUIDPrimaryKeyMixin, TimestampMixin, db.Model):
     status: Mapped[str] = mapped_column(String(20), default="pending", index=True)
     priority: Mapped[str] = mapped_column(String(10), default="normal", index=True)
     due_date: Mapped[datetime | None] = mapped_column(index=True)
-    owner_id: Mapped[uuid.UUID | None] = mapped_column(index=True)
+    owner_id: Mapped[str | None] = mapped_column(MEMBER_ID, index=True)
     deal_id: Mapped[uuid.UUID | None] = mapped_column(
         ForeignKey("crm_deals.id", ondelete="SET NULL"), index=True
     )

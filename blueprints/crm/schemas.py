@@ -8,9 +8,18 @@ from datetime import date, datetime
 from decimal import Decimal
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, Field, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
 
-from blueprints.crm.money import CURRENCIES
+from blueprints.crm.money import CURRENCIES, decimal_str, money_str, number_out, price_str
+from core.db import isoformat
 from core.pagination import MAX_LIMIT, LimitOffsetQuery
 from core.timeutil import get_zone
 from core.validation import QueryModel, RequestModel
@@ -45,6 +54,9 @@ def _upper(value: Any) -> Any:
 CurrencyIn = Annotated[Currency, BeforeValidator(_upper)]
 Money = Annotated[Decimal, Field(ge=0, le=MAX_MONEY, allow_inf_nan=False)]
 Name = Annotated[str, Field(min_length=1, max_length=200)]
+# An id the members area issued (a UUID or a custom id of up to 64 characters); the services check that
+# it names a member of the organization.
+MemberId = Annotated[str, Field(min_length=1, max_length=64)]
 LongName = Annotated[str, Field(min_length=1, max_length=500)]
 
 _KEY = re.compile(r"^[A-Za-z]{2,5}$")
@@ -186,7 +198,7 @@ class DealCreate(RequestModel):
     amount: Money | None = None
     currency: CurrencyIn = "MXN"
     status: DealStatus | None = Field(None, description="default: the stage's status (open)")
-    owner_id: uuid.UUID | None = None
+    owner_id: MemberId | None = None
     account_id: uuid.UUID | None = None
     expected_close_date: date | None = None
     conversation_ids: list[Annotated[str, Field(min_length=1, max_length=100)]] = Field(
@@ -202,7 +214,7 @@ class DealUpdate(RequestModel):
     amount: Money | None = None
     currency: CurrencyIn | None = None
     status: DealStatus | None = None
-    owner_id: uuid.UUID | None = None
+    owner_id: MemberId | None = None
     account_id: uuid.UUID | None = None
     expected_close_date: date | None = None
     pipeline_id: uuid.UUID | None = None
@@ -220,7 +232,7 @@ class DealListQuery(LimitOffsetQuery):
     search: str | None = Field(None, max_length=200)
     pipeline_id: uuid.UUID | None = None
     stage_id: uuid.UUID | None = None
-    owner_id: uuid.UUID | None = None
+    owner_id: MemberId | None = None
     status: DealStatus | None = None
     account_id: uuid.UUID | None = None
     product_id: uuid.UUID | None = None
@@ -264,7 +276,7 @@ class LineItemUpdate(RequestModel):
 class DealConversationBody(RequestModel):
     conversation_id: str = Field(min_length=1, max_length=100)
     channel: LinkChannel | None = None
-    linked_by: uuid.UUID | None = None
+    linked_by: MemberId | None = None
 
 
 class NoteBody(RequestModel):
@@ -281,7 +293,7 @@ class TicketCreate(RequestModel):
     priority: TicketPriority = "normal"
     body_html: str | None = Field(None, max_length=200_000)
     requester_id: uuid.UUID | None = None
-    assignee_member_id: uuid.UUID | None = None
+    assignee_member_id: MemberId | None = None
     account_id: uuid.UUID | None = None
     project_id: uuid.UUID | None = None
     ticket_type_id: uuid.UUID | None = None
@@ -304,12 +316,12 @@ class TicketUpdate(RequestModel):
         None, max_length=50, description="replaces the linked conversations"
     )
     state: TicketState | None = None
-    assignee_member_id: uuid.UUID | None = None
+    assignee_member_id: MemberId | None = None
 
 
 class TicketAssignBody(RequestModel):
-    assignee_member_id: uuid.UUID | None = Field(description="null unassigns")
-    assigned_by: uuid.UUID | None = None
+    assignee_member_id: MemberId | None = Field(description="member id; null unassigns")
+    assigned_by: MemberId | None = None
 
 
 class TicketStateBody(RequestModel):
@@ -319,7 +331,7 @@ class TicketStateBody(RequestModel):
 class TicketListQuery(LimitOffsetQuery):
     state: TicketState | None = None
     priority: TicketPriority | None = None
-    assignee_member_id: uuid.UUID | None = None
+    assignee_member_id: MemberId | None = None
     unassigned: bool | None = None
     requester_id: uuid.UUID | None = None
     account_id: uuid.UUID | None = None
@@ -350,7 +362,7 @@ class TaskCreate(RequestModel):
     type: TaskType = "to_do"
     priority: TaskPriority = "normal"
     due_date: datetime | None = Field(None, description="ISO 8601; without an offset it is UTC")
-    owner_id: uuid.UUID | None = None
+    owner_id: MemberId | None = None
     deal_id: uuid.UUID | None = None
     ticket_id: uuid.UUID | None = None
     contact_id: uuid.UUID | None = None
@@ -364,7 +376,7 @@ class TaskUpdate(RequestModel):
     priority: TaskPriority | None = None
     status: TaskStatus | None = None
     due_date: datetime | None = None
-    owner_id: uuid.UUID | None = None
+    owner_id: MemberId | None = None
     deal_id: uuid.UUID | None = None
     ticket_id: uuid.UUID | None = None
     contact_id: uuid.UUID | None = None
@@ -373,7 +385,7 @@ class TaskUpdate(RequestModel):
 
 
 class TaskListQuery(LimitOffsetQuery):
-    owner_id: uuid.UUID | None = None
+    owner_id: MemberId | None = None
     status: TaskStatus | None = None
     is_completed: bool | None = None
     type: TaskType | None = None
@@ -449,12 +461,57 @@ class AccountContactBody(RequestModel):
 
 
 # ------------------------------------------------------------------------------------------- responses
-# Documentation shapes: views return plain dicts built by blueprints.crm.serializers with these fields.
+# Each response shape is declared once: these models feed the OpenAPI document and also serialise the
+# rows the services return (``Model.dump(row)``). Derived fields (amounts in the row's currency, nested
+# summaries) are computed in ``derive``.
 
 
-class StageOut(BaseModel):
-    id: str
-    pipeline_id: str
+def _text_id(value: Any) -> Any:
+    return str(value) if isinstance(value, uuid.UUID) else value
+
+
+def _instant(value: Any) -> Any:
+    return isoformat(value) if isinstance(value, datetime) else value
+
+
+TextId = Annotated[str, BeforeValidator(_text_id)]
+# A Decimal the JSON provider writes as a number with its exact decimal text (core.jsonio); dump such a
+# model in python mode, as JSON mode would turn it into a string.
+ExactNumber = Annotated[
+    Decimal, WithJsonSchema({"type": "number", "description": "exact decimal value, never a float"})
+]
+OptionalTextId = Annotated[str | None, BeforeValidator(_text_id)]
+Instant = Annotated[str, BeforeValidator(_instant), Field(description="ISO 8601, UTC, milliseconds")]
+OptionalInstant = Annotated[str | None, BeforeValidator(_instant)]
+
+
+class OutModel(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    @classmethod
+    def derive(cls, row: Any) -> dict[str, Any]:
+        """Fields computed from the row rather than read from an attribute of the same name."""
+        return {}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_row(cls, data: Any) -> Any:
+        if isinstance(data, dict | BaseModel):
+            return data
+        derived = cls.derive(data)
+        if not derived:
+            return data
+        return {name: derived[name] if name in derived else getattr(data, name) for name in cls.model_fields}
+
+    @classmethod
+    def dump(cls, row: Any) -> dict[str, Any]:
+        """The JSON body for ``row`` (an ORM row, a service dataclass or a dict of them)."""
+        return cls.model_validate(row).model_dump(mode="json")
+
+
+class StageOut(OutModel):
+    id: TextId
+    pipeline_id: TextId
     name: str
     stage_order: int
     probability: int
@@ -462,68 +519,92 @@ class StageOut(BaseModel):
     rotting_days: int | None = None
 
 
-class PipelineOut(BaseModel):
-    id: str
+class PipelineOut(OutModel):
+    id: TextId
     name: str
     key: str
     is_default: bool
     deal_counter: int
     stages: list[StageOut]
-    created_at: str
-    updated_at: str
+    created_at: Instant
+    updated_at: Instant
 
 
-class PipelineList(BaseModel):
+class PipelineList(OutModel):
     data: list[PipelineOut]
     total: int
 
 
-class RateOut(BaseModel):
+class RateOut(OutModel):
     from_currency: str
     to_currency: str
     rate: str = Field(description="decimal string: 1 from_currency = rate to_currency")
-    updated_at: str
+    updated_at: Instant
+
+    @classmethod
+    def derive(cls, row: Any) -> dict[str, Any]:
+        return {"rate": decimal_str(row.rate)}
 
 
-class CurrencyOut(BaseModel):
+class CurrencyOut(OutModel):
     base_currency: str
     supported_currencies: list[str]
     rates: list[RateOut]
 
 
-class SummaryStage(BaseModel):
-    stage_id: str
+class SummaryStage(OutModel):
+    stage_id: TextId
     stage_name: str
     stage_order: int
     status: str
     probability: int
     deal_count: int
-    total_amount: str
+    total_amount: ExactNumber
     weighted_amount: str
     currency: str
     unconverted_count: int
 
+    @classmethod
+    def derive(cls, row: Any) -> dict[str, Any]:
+        stage = row.stage
+        return {
+            "stage_id": stage.id,
+            "stage_name": stage.name,
+            "stage_order": stage.stage_order,
+            "status": stage.status,
+            "probability": stage.probability,
+            "weighted_amount": money_str(row.weighted_amount, row.currency),
+        }
 
-class Unconverted(BaseModel):
-    deal_id: str
+
+class Unconverted(OutModel):
+    deal_id: TextId
     reference: str
-    stage_id: str
+    stage_id: TextId
     amount: str
     currency: str
     reason: str
 
+    @classmethod
+    def derive(cls, row: Any) -> dict[str, Any]:
+        return {"amount": money_str(row.amount, row.currency)}
 
-class ConversionOut(BaseModel):
+
+class ConversionOut(OutModel):
     currency: str
     rate: str
     method: str
     path: list[str]
 
+    @classmethod
+    def derive(cls, row: Any) -> dict[str, Any]:
+        return {"rate": format(row.rate.normalize(), "f"), "path": list(row.path)}
 
-class PipelineSummary(BaseModel):
-    pipeline_id: str
+
+class PipelineSummary(OutModel):
+    pipeline_id: TextId
     base_currency: str
-    total_amount: str
+    total_amount: ExactNumber
     weighted_amount: str
     total_deals: int
     converted_deals: int
@@ -532,80 +613,117 @@ class PipelineSummary(BaseModel):
     unconverted: list[Unconverted]
     conversions: list[ConversionOut]
 
+    @classmethod
+    def derive(cls, row: Any) -> dict[str, Any]:
+        return {"weighted_amount": money_str(row.weighted_amount, row.base_currency)}
 
-class SettingsOut(BaseModel):
+    @classmethod
+    def dump(cls, row: Any) -> dict[str, Any]:
+        # Python mode keeps the totals as Decimal, which the app's JSON provider writes as exact numbers
+        # (JSON mode would turn them into strings); every other field is already text or a number.
+        return cls.model_validate(row).model_dump()
+
+
+class SettingsOut(OutModel):
     base_currency: str
     ticket_prefix: str
     ticket_counter: int
 
 
-class DealContactOut(BaseModel):
-    contact_id: str
+class DealContactOut(OutModel):
+    contact_id: TextId
     role: str | None
     is_primary: bool
 
 
-class DealConversationOut(BaseModel):
-    id: str
-    deal_id: str
+class DealConversationOut(OutModel):
+    id: TextId
+    deal_id: TextId
     conversation_id: str
     channel: str | None
     linked_by: str | None
     summary: str | None
-    created_at: str
+    created_at: Instant
 
 
-class LineItemOut(BaseModel):
-    id: str
-    deal_id: str
-    product_id: str | None
+class LineItemOut(OutModel):
+    id: TextId
+    deal_id: TextId
+    product_id: OptionalTextId
     name: str
-    quantity: float
+    quantity: int | float
     unit_price: str
     discount: str
     total: str
     currency: str
     sku: str | None
     notes: str | None
-    created_at: str
-    updated_at: str
+    created_at: Instant
+    updated_at: Instant
+
+    @classmethod
+    def derive(cls, row: Any) -> dict[str, Any]:
+        return {
+            "quantity": number_out(row.quantity),
+            "unit_price": price_str(row.unit_price, row.currency),
+            "discount": money_str(row.discount, row.currency),
+            "total": money_str(row.total, row.currency),
+        }
 
 
-class DealOut(BaseModel):
-    id: str
-    organization_id: str
+class PipelineRef(OutModel):
+    id: TextId
+    name: str
+    key: str
+
+
+class StageRef(OutModel):
+    id: TextId
+    name: str
+    stage_order: int
+    probability: int
+    status: StageStatus
+
+
+class DealOut(OutModel):
+    id: TextId
+    organization_id: TextId
     number: int
     reference: str
     name: str
     amount: str
     currency: str
     status: DealStatus
-    pipeline_id: str
-    stage_id: str
+    pipeline_id: TextId
+    stage_id: TextId
     owner_id: str | None
-    account_id: str | None
-    expected_close_date: str | None
-    stage_entered_at: str
-    closed_at: str | None
+    account_id: OptionalTextId
+    expected_close_date: OptionalInstant
+    stage_entered_at: Instant
+    closed_at: OptionalInstant
     is_rotting: bool
-    created_at: str
-    updated_at: str
-    pipeline: dict[str, Any]
-    stage: dict[str, Any]
+    created_at: Instant
+    updated_at: Instant
+    pipeline: PipelineRef
+    stage: StageRef
     contacts: list[DealContactOut]
     conversations: list[DealConversationOut]
     line_items: list[LineItemOut]
 
+    @classmethod
+    def derive(cls, row: Any) -> dict[str, Any]:
+        return {"amount": money_str(row.amount, row.currency)}
 
-class DealList(BaseModel):
+
+class DealList(OutModel):
     data: list[DealOut]
     total: int
     limit: int
     offset: int
 
 
-class StageTime(BaseModel):
-    stage_id: str
+class StageTime(OutModel):
+    stage_id: TextId
     stage_name: str
     stage_order: int
     duration_ms: int
@@ -613,28 +731,32 @@ class StageTime(BaseModel):
     visits: int
 
 
-class StageTimes(BaseModel):
-    deal_id: str
+class StageTimes(OutModel):
+    deal_id: TextId
     stages: list[StageTime]
 
 
-class ActivityOut(BaseModel):
-    id: str
-    deal_id: str
+class ActivityOut(OutModel):
+    id: TextId
+    deal_id: TextId
     type: str
     data: dict[str, Any]
     summary: str | None
     actor: str | None
-    created_at: str
+    created_at: Instant
+
+    @classmethod
+    def derive(cls, row: Any) -> dict[str, Any]:
+        return {"data": row.data or {}}
 
 
-class ActivityList(BaseModel):
+class ActivityList(OutModel):
     data: list[ActivityOut]
     total: int
 
 
-class TicketOut(BaseModel):
-    id: str
+class TicketOut(OutModel):
+    id: TextId
     number: int
     reference: str
     title: str
@@ -642,132 +764,177 @@ class TicketOut(BaseModel):
     priority: TicketPriority
     source: TicketSource
     body_html: str | None
-    requester_id: str | None
+    requester_id: OptionalTextId
     assignee_member_id: str | None
     assigned_by: str | None
-    assigned_at: str | None
-    account_id: str | None
-    project_id: str | None
-    ticket_type_id: str | None
+    assigned_at: OptionalInstant
+    account_id: OptionalTextId
+    project_id: OptionalTextId
+    ticket_type_id: OptionalTextId
     channel: str | None
     conversation_ids: list[str]
-    closed_at: str | None
-    created_at: str
-    updated_at: str
+    closed_at: OptionalInstant
+    created_at: Instant
+    updated_at: Instant
+
+    @classmethod
+    def derive(cls, row: Any) -> dict[str, Any]:
+        return {"conversation_ids": [c.conversation_id for c in row.conversations]}
 
 
-class TicketList(BaseModel):
+class TicketList(OutModel):
     data: list[TicketOut]
     total: int
     limit: int
     offset: int
 
 
-class StateChangeOut(BaseModel):
+class StateChangeOut(OutModel):
     from_state: str | None
     to_state: str
     changed_by: str | None
-    changed_at: str
+    changed_at: Instant
 
 
-class StateHistory(BaseModel):
-    ticket_id: str
+class StateHistory(OutModel):
+    ticket_id: TextId
     data: list[StateChangeOut]
 
 
-class NamedOut(BaseModel):
-    id: str
+class NamedOut(OutModel):
+    id: TextId
     name: str
     description: str | None
-    created_at: str
-    updated_at: str
+    created_at: Instant
+    updated_at: Instant
 
 
-class NamedList(BaseModel):
+class NamedList(OutModel):
     data: list[NamedOut]
     total: int
 
 
-class TaskOut(BaseModel):
-    id: str
-    organization_id: str
+class TaskDealRef(OutModel):
+    id: TextId
+    name: str
+    reference: str
+
+
+class TaskTicketRef(OutModel):
+    id: TextId
+    title: str
+    reference: str
+
+
+class NameRef(OutModel):
+    id: TextId
+    name: str
+
+
+class TaskOut(OutModel):
+    id: TextId
+    organization_id: TextId
     title: str
     type: TaskType
     status: TaskStatus
     priority: TaskPriority
-    due_date: str | None
+    due_date: OptionalInstant
     owner_id: str | None
-    deal_id: str | None
-    ticket_id: str | None
-    contact_id: str | None
-    account_id: str | None
+    deal_id: OptionalTextId
+    ticket_id: OptionalTextId
+    contact_id: OptionalTextId
+    account_id: OptionalTextId
     notes: str | None
-    completed_at: str | None
-    created_at: str
-    updated_at: str
-    deal: dict[str, Any] | None
-    ticket: dict[str, Any] | None
-    contact: dict[str, Any] | None
-    account: dict[str, Any] | None
+    completed_at: OptionalInstant
+    created_at: Instant
+    updated_at: Instant
+    deal: TaskDealRef | None
+    ticket: TaskTicketRef | None
+    contact: NameRef | None
+    account: NameRef | None
 
 
-class TaskList(BaseModel):
+class TaskList(OutModel):
     data: list[TaskOut]
     total: int
     limit: int
     offset: int
 
 
-class IdentityOut(BaseModel):
-    id: str
+class IdentityOut(OutModel):
+    id: TextId
     kind: IdentityKind
     value: str
-    created_at: str
+    created_at: Instant
 
 
-class ContactOut(BaseModel):
-    id: str
+class LinkedName(OutModel):
+    id: TextId
+    name: str
+    role: str | None
+
+
+class CrmContactOut(OutModel):
+    id: TextId
     name: str
     job_title: str | None
     notes: str | None
     identities: list[IdentityOut]
-    accounts: list[dict[str, Any]]
-    created_at: str
-    updated_at: str
+    accounts: list[LinkedName]
+    created_at: Instant
+    updated_at: Instant
+
+    @classmethod
+    def derive(cls, row: Any) -> dict[str, Any]:
+        return {
+            "accounts": [
+                {"id": link.account.id, "name": link.account.name, "role": link.role}
+                for link in row.account_links
+            ]
+        }
 
 
-class ContactList(BaseModel):
-    data: list[ContactOut]
+class CrmContactList(OutModel):
+    data: list[CrmContactOut]
     total: int
     limit: int
     offset: int
 
 
-class MergeOut(BaseModel):
-    contact: ContactOut
-    merged_contact_id: str
+class MergeOut(OutModel):
+    contact: CrmContactOut
+    merged_contact_id: TextId
     moved: dict[str, int]
 
 
-class AccountOut(BaseModel):
-    id: str
+class AccountOut(OutModel):
+    id: TextId
     name: str
     domain: str | None
     industry: str | None
     phone: str | None
     notes: str | None
-    contacts: list[dict[str, Any]]
-    created_at: str
-    updated_at: str
+    contacts: list[LinkedName]
+    created_at: Instant
+    updated_at: Instant
+
+    @classmethod
+    def derive(cls, row: Any) -> dict[str, Any]:
+        return {
+            "contacts": [
+                {"id": link.contact.id, "name": link.contact.name, "role": link.role}
+                for link in row.contact_links
+            ]
+        }
 
 
-class AccountList(BaseModel):
+class AccountList(OutModel):
     data: list[AccountOut]
     total: int
     limit: int
     offset: int
 
 
-class Deleted(BaseModel):
-    id: str
+class Deleted(OutModel):
+    id: TextId
     deleted: bool

@@ -13,6 +13,7 @@ from blueprints.inbox.schemas import (
     AddressPath,
     AssignTeamIn,
     AssignTeamOut,
+    AuditEventList,
     AuditEventOut,
     BroadcastIn,
     BroadcastListOut,
@@ -172,7 +173,7 @@ def delete_note(path: NotePath) -> dict[str, Any]:
     return _deleted(path.note_id)
 
 
-@api.get("/conversations/<conversation_id>/events", responses={200: AuditEventOut})
+@api.get("/conversations/<conversation_id>/events", responses={200: AuditEventList})
 def list_events(path: ConversationPath, query: EventsQuery) -> list[dict[str, Any]]:
     """The audit trail, oldest first; `types` filters (comma-separated)."""
     return [AuditEventOut.dump(e) for e in notes.list_events(_org(), path.conversation_id, query.type_list)]

@@ -7,7 +7,7 @@ import uuid
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, RootModel, field_validator, model_validator
 
 from blueprints.messaging.schemas import ConversationOut
 from core.db import isoformat
@@ -294,6 +294,10 @@ class AuditEventOut(RowOut):
     @classmethod
     def _no_data(cls, value: Any) -> Any:
         return {} if value is None else value
+
+
+class AuditEventList(RootModel[list[AuditEventOut]]):
+    """The conversation's audit trail: a JSON array, oldest first."""
 
 
 class FlowRef(RowOut):

@@ -3,8 +3,10 @@
 Areas do not import each other's internals to answer questions about data they do not own; they expose a
 hook, and this package plugs the owner in:
 
-- CRM <- messaging: conversation transcripts (deal links capture a summary), and contact merges (the
-  messaging contacts that pointed at the merged-away CRM contact move to the surviving one);
+- CRM <- messaging: conversation transcripts (deal links capture a summary), contact merges (the
+  messaging contacts that pointed at the merged-away CRM contact move to the surviving one), and which
+  conversation ids exist (a deal or ticket links only the organization's own conversations);
+- CRM <- members: which member ids are members of the organization (owners, assignees, "by" fields);
 - inbox <- CRM: which deals and tickets link a conversation (a linked conversation is not deleted);
 - members <- channels: the channels an organization has connected (an AI agent's ``connections``);
 - members <- inbox: active conversations per member (presence lists, member removal);
@@ -17,9 +19,7 @@ from __future__ import annotations
 import uuid
 
 from flask import Flask
-from sqlalchemy import func, select
 
-from core.db import db
 from core.events import DomainEvent, subscribe
 from core.jobs import job
 
@@ -37,32 +37,21 @@ def _merge_contacts(*, organization_id: uuid.UUID, source_id: uuid.UUID, target_
 
 
 def _crm_links(*, organization_id: uuid.UUID, conversation_id: str) -> list[str]:
-    from blueprints.crm.models import Deal, DealConversation, Ticket, TicketConversation
+    from blueprints.crm.services.links import conversation_link_phrases
 
-    deals = db.session.scalar(
-        select(func.count())
-        .select_from(DealConversation)
-        .join(Deal, Deal.id == DealConversation.deal_id)
-        .where(
-            DealConversation.organization_id == organization_id,
-            DealConversation.conversation_id == conversation_id,
-            Deal.deleted_at.is_(None),
-        )
-    )
-    tickets = db.session.scalar(
-        select(func.count())
-        .select_from(TicketConversation)
-        .join(Ticket, Ticket.id == TicketConversation.ticket_id)
-        .where(
-            Ticket.organization_id == organization_id, TicketConversation.conversation_id == conversation_id
-        )
-    )
-    found = []
-    if deals:
-        found.append(f"{deals} deal{'s' if deals != 1 else ''}")
-    if tickets:
-        found.append(f"{tickets} ticket{'s' if tickets != 1 else ''}")
-    return found
+    return conversation_link_phrases(organization_id, conversation_id)
+
+
+def _known_members(*, organization_id: uuid.UUID, member_ids: list[str]) -> set[str]:
+    from blueprints.members.services.members import existing_member_ids
+
+    return existing_member_ids(organization_id, member_ids)
+
+
+def _known_conversations(*, organization_id: uuid.UUID, conversation_ids: list[str]) -> set[str]:
+    from blueprints.messaging.services import existing_conversation_ids
+
+    return existing_conversation_ids(organization_id, conversation_ids)
 
 
 def _connected_channels(*, organization_id: uuid.UUID) -> list[str]:
@@ -78,16 +67,9 @@ def _active_counts(*, organization_id: uuid.UUID, member_ids: list[str]) -> dict
 
 
 def _crm_contact_for_phone(*, organization_id: uuid.UUID, phone: str) -> str | None:
-    from blueprints.crm.models import ContactIdentity
+    from blueprints.crm.services.links import contact_id_for_phone
 
-    contact_id = db.session.scalar(
-        select(ContactIdentity.contact_id).where(
-            ContactIdentity.organization_id == organization_id,
-            ContactIdentity.kind == "phone",
-            ContactIdentity.value == phone,
-        )
-    )
-    return str(contact_id) if contact_id else None
+    return contact_id_for_phone(organization_id, phone)
 
 
 @job(retries=2, retry_delay=5)
@@ -114,12 +96,19 @@ def _on_identity(event: DomainEvent) -> None:
 
 
 def init_app(app: Flask) -> None:
-    from blueprints.crm.hooks import contact_merged, conversation_transcript
+    from blueprints.crm.hooks import (
+        contact_merged,
+        conversation_transcript,
+        known_conversations,
+        known_members,
+    )
     from blueprints.inbox.services.conversations import conversation_references
     from blueprints.members.services.hooks import active_conversation_counts, connected_channels
     from blueprints.messaging.threads import crm_contact_for_phone
 
     conversation_transcript.connect(_transcript)
+    known_members.connect(_known_members)
+    known_conversations.connect(_known_conversations)
     contact_merged.connect(_merge_contacts)
     conversation_references.connect(_crm_links)
     connected_channels.connect(_connected_channels)

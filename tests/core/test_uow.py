@@ -117,3 +117,19 @@ def test_a_savepoint_before_any_write_is_no_early_commit(app: Flask, commits: An
             uow.rollback()
         assert counted.count == 0
     assert not _exists(app, "inside-savepoint")
+
+
+def test_a_released_savepoint_keeps_the_unit_of_work_going(app: Flask, commits: Any) -> None:
+    heard: list[str] = []
+    subscribe("probe.savepoint", lambda event: heard.append(event.data["name"]))
+    with app.app_context():
+        with commits() as counted:
+            db.session.add(Organization(name="before-savepoint", products=[]))
+            publish("probe.savepoint", uuid.uuid4(), {"name": "published"})
+            with db.session.begin_nested():
+                db.session.add(Organization(name="in-savepoint", products=[]))
+            assert heard == []  # releasing the savepoint is no commit: nothing delivered yet
+            uow.commit()
+        assert counted.count == 1
+    assert heard == ["published"]
+    assert _exists(app, "before-savepoint") and _exists(app, "in-savepoint")

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from flask import Flask
 from flask.testing import FlaskClient
 from werkzeug.test import TestResponse
 
+from blueprints.crm import hooks
 from tests.conftest import Org
 
 
@@ -93,3 +95,22 @@ def other_crm(client: FlaskClient, other_org: Org) -> Crm:
 @pytest.fixture
 def make_crm(client: FlaskClient) -> Callable[[Org], Crm]:
     return lambda org: Crm(client, org)
+
+
+@pytest.fixture(autouse=True)
+def _crm_alone(request: pytest.FixtureRequest, app: Flask) -> Iterator[None]:
+    """Most CRM tests run the CRM alone: nobody answers which member and conversation ids exist, so ids
+    are accepted as given (the CRM's rule without those areas). Tests that take the ``wired`` fixture keep
+    the real receivers (members and messaging, connected in ``blueprints/integrations/``). It asks for
+    ``app`` first because building the app is what connects them."""
+    if "wired" in request.fixturenames:
+        yield
+        return
+    with hooks.known_members.only(None), hooks.known_conversations.only(None):
+        yield
+
+
+@pytest.fixture
+def wired() -> None:
+    """The areas' real answers to ``known_members`` and ``known_conversations`` (see ``_crm_alone``)."""
+    assert hooks.known_members.receivers and hooks.known_conversations.receivers, "not wired"

@@ -45,7 +45,8 @@ def test_bearer_jwt_is_accepted_and_recorded_as_the_actor(
     assert crm.pipeline()["key"] == "VNT"
     ticket = crm.ticket()
     history = crm.ok(crm.get(f"/tickets/{ticket['id']}/history"))["data"]
-    assert history[0]["changed_by"] == "member-7"
+    # core.auth.current_actor: a JWT subject is recorded as ``member:<subject>``
+    assert history[0]["changed_by"] == "member:member-7"
 
 
 def test_api_key_is_accepted(crm: Crm) -> None:

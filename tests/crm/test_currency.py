@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from decimal import Decimal
+from typing import Any
 
 import pytest
 
@@ -65,6 +67,19 @@ def test_delete_rate(crm: Crm) -> None:
     assert response.get_json() == not_found_body("Exchange rate")
 
 
+def _summary(crm: Crm, pipeline_id: str) -> dict[str, Any]:
+    """The summary parsed with JSON numbers as Decimal, so their exact text can be checked."""
+    response = crm.get(f"/currency/pipeline/{pipeline_id}/summary")
+    assert response.status_code == 200, response.get_json()
+    return json.loads(response.data, parse_float=Decimal)
+
+
+def _number(value: Any) -> str:
+    """The text of a JSON number (the summary's totals are numbers, never strings)."""
+    assert isinstance(value, int | Decimal) and not isinstance(value, bool), value
+    return str(value)
+
+
 def _deal(crm: Crm, stage: dict, pipeline: dict, amount: str, currency: str) -> dict:
     return crm.deal(pipeline_id=pipeline["id"], stage_id=stage["id"], amount=amount, currency=currency)
 
@@ -89,25 +104,29 @@ def test_summary_converts_direct_inverse_and_cross_rates(crm: Crm) -> None:
     deleted = _deal(crm, won, pipeline, "999.00", "MXN")
     crm.ok(crm.delete(f"/deals/{deleted['id']}"))  # deleted deals are not counted
 
-    summary = crm.ok(crm.get(f"/currency/pipeline/{pipeline['id']}/summary"))
+    summary = _summary(crm, pipeline["id"])
     assert summary["pipeline_id"] == pipeline["id"]
     assert summary["base_currency"] == "MXN"
     assert summary["total_deals"] == 5 and summary["converted_deals"] == 5
     assert summary["complete"] is True and summary["unconverted"] == []
     # by hand: New 4500.00 (weighted 10% = 450.00); Proposal 11750.00 (50% = 5875.00); Won 175.00 (100%)
-    assert summary["total_amount"] == "16425.00"
+    assert _number(summary["total_amount"]) == "16425.00"
     assert summary["weighted_amount"] == "6500.00"
     stages = {s["stage_name"]: s for s in summary["stages"]}
     assert [s["stage_name"] for s in summary["stages"]] == [s["name"] for s in pipeline["stages"]]
-    assert (stages["New"]["deal_count"], stages["New"]["total_amount"], stages["New"]["weighted_amount"]) == (
+    assert (
+        stages["New"]["deal_count"],
+        _number(stages["New"]["total_amount"]),
+        stages["New"]["weighted_amount"],
+    ) == (
         2,
         "4500.00",
         "450.00",
     )
-    assert (stages["Proposal"]["deal_count"], stages["Proposal"]["total_amount"]) == (2, "11750.00")
+    assert (stages["Proposal"]["deal_count"], _number(stages["Proposal"]["total_amount"])) == (2, "11750.00")
     assert stages["Proposal"]["weighted_amount"] == "5875.00"
-    assert (stages["Won"]["deal_count"], stages["Won"]["total_amount"]) == (1, "175.00")
-    assert (stages["Qualified"]["deal_count"], stages["Qualified"]["total_amount"]) == (0, "0.00")
+    assert (stages["Won"]["deal_count"], _number(stages["Won"]["total_amount"])) == (1, "175.00")
+    assert (stages["Qualified"]["deal_count"], _number(stages["Qualified"]["total_amount"])) == (0, "0.00")
     assert all(s["currency"] == "MXN" for s in summary["stages"])
     methods = {c["currency"]: (c["method"], c["path"]) for c in summary["conversions"]}
     assert methods == {
@@ -124,10 +143,10 @@ def test_summary_reports_deals_it_cannot_convert(crm: Crm) -> None:
     crm.ok(crm.post("/currency/rates", {"from_currency": "USD", "to_currency": "MXN", "rate": "20"}))
     _deal(crm, new, pipeline, "100.00", "USD")
     stranded = _deal(crm, new, pipeline, "5000.00", "ARS")
-    summary = crm.ok(crm.get(f"/currency/pipeline/{pipeline['id']}/summary"))
+    summary = _summary(crm, pipeline["id"])
     assert summary["complete"] is False
     assert summary["total_deals"] == 2 and summary["converted_deals"] == 1
-    assert summary["total_amount"] == "2000.00"  # the ARS deal is not added at a made-up rate
+    assert _number(summary["total_amount"]) == "2000.00"  # the ARS deal is not added at a made-up rate
     [missing] = summary["unconverted"]
     assert missing == {
         "deal_id": stranded["id"],
@@ -138,7 +157,11 @@ def test_summary_reports_deals_it_cannot_convert(crm: Crm) -> None:
         "reason": "no exchange rate from ARS to MXN",
     }
     stage = next(s for s in summary["stages"] if s["stage_id"] == new["id"])
-    assert (stage["deal_count"], stage["unconverted_count"], stage["total_amount"]) == (2, 1, "2000.00")
+    assert (stage["deal_count"], stage["unconverted_count"], _number(stage["total_amount"])) == (
+        2,
+        1,
+        "2000.00",
+    )
 
 
 def test_summary_in_a_zero_decimal_base_currency(crm: Crm) -> None:
@@ -148,9 +171,9 @@ def test_summary_in_a_zero_decimal_base_currency(crm: Crm) -> None:
     crm.ok(crm.post("/currency/rates", {"from_currency": "USD", "to_currency": "CLP", "rate": "933.35"}))
     _deal(crm, new, pipeline, "10.01", "USD")  # 9342.8335 CLP -> 9343; weighted 934.28335 -> 934
     _deal(crm, new, pipeline, "1500.5", "CLP")  # stored 1501 (CLP has no minor units)
-    summary = crm.ok(crm.get(f"/currency/pipeline/{pipeline['id']}/summary"))
+    summary = _summary(crm, pipeline["id"])
     assert summary["base_currency"] == "CLP"
-    assert summary["total_amount"] == "10844"  # 9342.8335 + 1501 = 10843.8335
+    assert _number(summary["total_amount"]) == "10844"  # 9342.8335 + 1501 = 10843.8335
     assert summary["weighted_amount"] == "1084"  # 1084.38335
 
 

@@ -174,6 +174,8 @@ def test_link_captures_an_extractive_summary(crm: Crm, transcript: dict[str, Any
     summary = link["summary"]
     assert summary.startswith("4 messages (2 from the contact, 2 from the business).")
     assert "solar panels" in summary and "warehouse roof" in summary
+    # the contact's lines are labelled for people, not with an internal class name
+    assert "Contact: " in summary and "Agent: " in summary and "CrmContact" not in summary
     assert link["linked_by"] == member
     activities = crm.ok(crm.get(f"/deals/{deal['id']}/activities"))["data"]
     linked = next(a for a in activities if a["type"] == "conversation_linked")
@@ -207,7 +209,7 @@ def test_duplicate_link_unlink_and_errors(crm: Crm, other_crm: Crm) -> None:
     for body, field in (
         ({}, "conversation_id"),
         ({"conversation_id": "c2", "channel": "fax"}, "channel"),
-        ({"conversation_id": "c2", "linked_by": "me"}, "linked_by"),
+        ({"conversation_id": "c2", "linked_by": "m" * 65}, "linked_by"),
     ):
         response = crm.post(f"/deals/{deal['id']}/conversations", body)
         assert response.status_code == 400 and response.get_json()["error"]["message"].startswith(f"{field}:")

@@ -84,7 +84,7 @@ def test_creating_in_a_won_stage_makes_the_deal_won(crm: Crm) -> None:
         ({"currency": "JPY"}, "currency"),
         ({"status": "pending"}, "status"),
         ({"expected_close_date": "31/12/2026"}, "expected_close_date"),
-        ({"owner_id": "x"}, "owner_id"),
+        ({"owner_id": "x" * 65}, "owner_id"),  # member ids are at most 64 characters
         ({"contacts": [{"role": "x"}]}, "contacts.0.contact_id"),
     ],
 )

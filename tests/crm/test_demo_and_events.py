@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from decimal import Decimal
 
 import pytest
 from flask.testing import FlaskClient, FlaskCliRunner
@@ -17,20 +18,22 @@ def test_demo_seed_is_idempotent(client: FlaskClient, runner: FlaskCliRunner, ap
         result = runner.invoke(args=["demo", "seed"])
         assert result.exit_code == 0, result.output
     assert "CRM: 5 deals" in result.output
-    from blueprints.crm.schemas import DealListQuery, TaskListQuery, TicketListQuery
     from blueprints.crm.services import deals, pipelines, tasks, tickets
+    from blueprints.crm.services.deals import DealFilters
+    from blueprints.crm.services.tasks import TaskFilters
+    from blueprints.crm.services.tickets import TicketFilters
 
     with app.app_context():
-        assert deals.list_deals(DEMO_ORGANIZATION_ID, DealListQuery()).total == 5
-        assert tickets.list_tickets(DEMO_ORGANIZATION_ID, TicketListQuery()).total == 3
-        assert tasks.list_tasks(DEMO_ORGANIZATION_ID, TaskListQuery()).total == 3
+        assert deals.list_deals(DEMO_ORGANIZATION_ID, DealFilters()).total == 5
+        assert tickets.list_tickets(DEMO_ORGANIZATION_ID, TicketFilters()).total == 3
+        assert tasks.list_tasks(DEMO_ORGANIZATION_ID, TaskFilters()).total == 3
         pipeline = pipelines.list_pipelines(DEMO_ORGANIZATION_ID)
         assert len(pipeline) == 1
         summary = pipelines.pipeline_summary(DEMO_ORGANIZATION_ID, pipeline[0].id)
-    assert summary["complete"] is True and summary["total_deals"] == 5
+    assert summary.complete is True and summary.total_deals == 5
     # 9000 + 1999 USD x 17.20 (34382.80) + 48,000,000 COP x 0.00025 x 17.20 (206400) + 297 EUR x 18.90
     # (5613.30) + 36000 = 291396.10 MXN
-    assert summary["total_amount"] == "291396.10"
+    assert summary.total_amount == Decimal("291396.10")
 
 
 @pytest.fixture

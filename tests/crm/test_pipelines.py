@@ -9,7 +9,7 @@ import pytest
 from tests.crm.conftest import Crm, crm_error, not_found_body
 
 
-def test_first_list_creates_general_vnt_with_won_and_lost_stages(crm: Crm) -> None:
+def test_first_list_shows_general_vnt_with_won_and_lost_stages(crm: Crm) -> None:
     body = crm.ok(crm.get("/pipelines"))
     assert body["total"] == 1
     [pipeline] = body["data"]
@@ -72,10 +72,15 @@ def test_one_default_pipeline_at_a_time(crm: Crm) -> None:
     assert response.status_code == 409
 
 
-def test_first_created_pipeline_becomes_default(crm: Crm) -> None:
+def test_first_created_pipeline_keeps_general_as_the_default(crm: Crm) -> None:
+    # General is the organization's pipeline from the start (reads show it before it is stored), so a
+    # pipeline created first joins it instead of replacing it, whether or not General was read before.
     created = crm.ok(crm.post("/pipelines", {"name": "Only", "key": "ONL"}), 201)
-    assert created["is_default"] is True
-    assert crm.ok(crm.get("/pipelines"))["total"] == 1  # no General once a pipeline exists
+    assert created["is_default"] is False
+    listed = {p["key"]: p["is_default"] for p in crm.ok(crm.get("/pipelines"))["data"]}
+    assert listed == {"VNT": True, "ONL": False}
+    asked = crm.ok(crm.post("/pipelines", {"name": "Main", "key": "MAIN", "is_default": True}), 201)
+    assert asked["is_default"] is True
 
 
 def test_update_pipeline_name_and_key(crm: Crm) -> None:

@@ -160,7 +160,7 @@ def test_assign_and_unassign(crm: Crm) -> None:
     assert missing.status_code == 400 and missing.get_json()["error"]["message"].startswith(
         "assignee_member_id:"
     )
-    bad = crm.patch(f"/tickets/{ticket['id']}/assign", {"assignee_member_id": "bob"})
+    bad = crm.patch(f"/tickets/{ticket['id']}/assign", {"assignee_member_id": "b" * 65})
     assert bad.status_code == 400
     assert crm.patch(
         f"/tickets/{uuid.uuid4()}/assign", {"assignee_member_id": member}

@@ -1,31 +1,35 @@
-"""Helpers shared by the CRM services: tenant-scoped lookups, settings row, counters and day ranges."""
+"""Helpers shared by the CRM services: reference checks, the settings row, counters and day ranges."""
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from datetime import date, datetime
-from typing import Any, TypeVar
+from typing import Any
 
-from sqlalchemy import update
+from sqlalchemy import insert, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from blueprints.crm.models import CrmAccount, CrmContact, CrmProject, CrmSettings, TicketType
+from blueprints.crm import hooks
+from blueprints.crm.models import CrmAccount, CrmContact, CrmProject, CrmSettings, Pipeline, TicketType
 from core.db import db, utcnow
 from core.errors import ApiError, not_found
+from core.tenancy import get_for_org
 from core.timeutil import day_end, day_start, get_zone
 
-M = TypeVar("M")
-
 DEFAULT_TICKET_PREFIX = "TCK"
+DEFAULT_BASE_CURRENCY = "MXN"
 
 
-def scoped(model: type[M], organization_id: uuid.UUID, object_id: uuid.UUID | None, resource: str) -> M:
-    """The object of the caller's organization with this id, or 404 ``No <resource> found``."""
-    found = db.session.get(model, object_id) if object_id is not None else None
-    if found is None or found.organization_id != organization_id:  # type: ignore[attr-defined]
-        raise not_found(resource)
-    return found
+@contextmanager
+def savepoint() -> Iterator[None]:
+    """A SAVEPOINT around statements whose IntegrityError becomes a 409: flushed inside, so the
+    constraint's verdict arrives here, and on error only these statements are undone."""
+    with db.session.begin_nested():
+        yield
+        db.session.flush()
 
 
 def check_refs(
@@ -37,34 +41,75 @@ def check_refs(
     ticket_type_id: uuid.UUID | None = None,
 ) -> None:
     """404 when a referenced contact, account, project or ticket type is not the caller's."""
-    if contact_id is not None:
-        scoped(CrmContact, organization_id, contact_id, "Contact")
-    if account_id is not None:
-        scoped(CrmAccount, organization_id, account_id, "Account")
-    if project_id is not None:
-        scoped(CrmProject, organization_id, project_id, "Project")
-    if ticket_type_id is not None:
-        scoped(TicketType, organization_id, ticket_type_id, "Ticket type")
+    for model, object_id, resource in (
+        (CrmContact, contact_id, "Contact"),
+        (CrmAccount, account_id, "Account"),
+        (CrmProject, project_id, "Project"),
+        (TicketType, ticket_type_id, "Ticket type"),
+    ):
+        if object_id is not None:
+            get_for_org(model, object_id, organization_id, resource)
 
 
-def _insert_ignore(table: Any, values: dict[str, Any]) -> Any:
+def check_members(organization_id: uuid.UUID, fields: dict[str, str | None]) -> None:
+    """400 naming the field when a member id names no member of the organization (asked through the
+    ``known_members`` hook; ``None`` clears and is always fine)."""
+    sent = {name: value for name, value in fields.items() if value is not None}
+    unknown = set(hooks.unknown_members(organization_id, sent.values()))
+    for name, value in sent.items():
+        if value in unknown:
+            raise ApiError(400, f"{name}: no member of the organization has the id {value}", param=name)
+
+
+def check_conversations(organization_id: uuid.UUID, conversation_ids: Iterable[str]) -> None:
+    """404 ``No Conversation found`` when an id names no conversation (or call) of the organization,
+    like every other reference the CRM is given."""
+    if hooks.unknown_conversations(organization_id, conversation_ids):
+        raise not_found("Conversation")
+
+
+def insert_ignore(table: Any, values: dict[str, Any]) -> Any:
     dialect = db.session.get_bind().dialect.name
-    insert = pg_insert if dialect == "postgresql" else sqlite_insert
-    return insert(table).values(**values).on_conflict_do_nothing()
+    if dialect == "postgresql":
+        return pg_insert(table).values(**values).on_conflict_do_nothing()
+    if dialect == "sqlite":
+        return sqlite_insert(table).values(**values).on_conflict_do_nothing()
+    return insert(table).values(**values)
+
+
+def _settings_row(organization_id: uuid.UUID) -> CrmSettings | None:
+    return db.session.scalars(
+        select(CrmSettings).where(CrmSettings.organization_id == organization_id)
+    ).first()
+
+
+def read_settings(organization_id: uuid.UUID) -> CrmSettings:
+    """The organization's settings; before the first write that needs them, the defaults (a transient
+    row that is never added to the session: a read never writes)."""
+    found = _settings_row(organization_id)
+    if found is not None:
+        return found
+    return CrmSettings(
+        organization_id=organization_id,
+        base_currency=DEFAULT_BASE_CURRENCY,
+        ticket_prefix=DEFAULT_TICKET_PREFIX,
+        ticket_counter=0,
+    )
 
 
 def ensure_settings(organization_id: uuid.UUID) -> CrmSettings:
-    """The organization's settings row, created with defaults on first use (race-safe: insert-or-nothing)."""
-    found = db.session.get(CrmSettings, organization_id)
+    """The settings row, inserted with the defaults by the first write that needs it. Insert-or-nothing:
+    a concurrent first write waits for the other insert and then finds its row instead of failing."""
+    found = _settings_row(organization_id)
     if found is not None:
         return found
     now = utcnow()
     db.session.execute(
-        _insert_ignore(
+        insert_ignore(
             CrmSettings.__table__,
             {
                 "organization_id": organization_id,
-                "base_currency": "MXN",
+                "base_currency": DEFAULT_BASE_CURRENCY,
                 "ticket_prefix": DEFAULT_TICKET_PREFIX,
                 "ticket_counter": 0,
                 "created_at": now,
@@ -72,15 +117,16 @@ def ensure_settings(organization_id: uuid.UUID) -> CrmSettings:
             },
         )
     )
-    found = db.session.get(CrmSettings, organization_id)
+    found = _settings_row(organization_id)
     assert found is not None
     return found
 
 
 def next_ticket_number(organization_id: uuid.UUID) -> tuple[int, str]:
-    """Atomically take the next ticket number. The UPDATE locks the settings row until the transaction
-    ends, so concurrent creations queue on it and numbers are consecutive with no gaps or repeats."""
-    ensure_settings(organization_id)
+    """Atomically take the next ticket number. The UPDATE locks the settings row until the unit of work
+    ends, so concurrent creations queue on it and numbers are consecutive with no gaps or repeats (a
+    rolled-back creation gives its number back with the rest of its transaction)."""
+    settings = ensure_settings(organization_id)
     row = db.session.execute(
         update(CrmSettings)
         .where(CrmSettings.organization_id == organization_id)
@@ -88,26 +134,20 @@ def next_ticket_number(organization_id: uuid.UUID) -> tuple[int, str]:
         .returning(CrmSettings.ticket_counter, CrmSettings.ticket_prefix)
         .execution_options(synchronize_session=False)
     ).one()
-    settings = db.session.get(CrmSettings, organization_id)
-    if settings is not None:
-        db.session.expire(settings, ["ticket_counter"])
+    db.session.expire(settings, ["ticket_counter"])
     return int(row[0]), str(row[1])
 
 
-def next_deal_number(pipeline_id: uuid.UUID) -> int:
+def next_deal_number(pipeline: Pipeline) -> int:
     """Same idea per pipeline: ``UPDATE ... SET deal_counter = deal_counter + 1 ... RETURNING``."""
-    from blueprints.crm.models import Pipeline
-
     number = db.session.execute(
         update(Pipeline)
-        .where(Pipeline.id == pipeline_id)
+        .where(Pipeline.id == pipeline.id)
         .values(deal_counter=Pipeline.deal_counter + 1)
         .returning(Pipeline.deal_counter)
         .execution_options(synchronize_session=False)
     ).scalar_one()
-    pipeline = db.session.get(Pipeline, pipeline_id)
-    if pipeline is not None:
-        db.session.expire(pipeline, ["deal_counter"])
+    db.session.expire(pipeline, ["deal_counter"])
     return int(number)
 
 
@@ -125,12 +165,3 @@ def local_range(
 def check_range(start: Any, end: Any, name: str) -> None:
     if start is not None and end is not None and start > end:
         raise ApiError(400, f"{name}: the range is empty (after is later than before)", param=name)
-
-
-def like_pattern(text: str) -> str:
-    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return f"%{escaped}%"
-
-
-def first(statement: Any) -> Any:
-    return db.session.scalars(statement.limit(1)).first()

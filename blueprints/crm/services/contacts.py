@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from email_validator import EmailNotValidError, validate_email
@@ -21,12 +22,14 @@ from blueprints.crm.models import (
     DealContact,
     Ticket,
 )
-from blueprints.crm.services.common import like_pattern, scoped
+from blueprints.crm.services.common import savepoint
 from core.db import db, utcnow
 from core.errors import ApiError, not_found
 from core.events import publish
 from core.pagination import Page, paginate
 from core.phones import InvalidPhoneNumber, normalize_phone
+from core.tenancy import get_for_org
+from core.text import LIKE_ESCAPE, contains_pattern
 
 CONTACT_LOAD = (
     selectinload(CrmContact.identities),
@@ -90,15 +93,12 @@ def _publish_identity(name: str, contact: CrmContact, kind: str, value: str) -> 
     publish(name, contact.organization_id, {"contact_id": str(contact.id), "kind": kind, "value": value})
 
 
-def _commit_identities(kind_value: str) -> None:
-    try:
-        db.session.commit()
-    except IntegrityError:  # a concurrent request registered the same identity first
-        db.session.rollback()
-        raise ApiError(409, f"A contact with this {kind_value} already exists", param="identities") from None
+def _taken_concurrently(kind_value: str) -> ApiError:
+    return ApiError(409, f"A contact with this {kind_value} already exists", param="identities")
 
 
 def create_contact(organization_id: uuid.UUID, fields: dict[str, Any]) -> CrmContact:
+    """``fields``: name and optionally job_title, notes, identities (``kind``, ``value``), account_ids."""
     now = utcnow()
     contact = CrmContact(
         organization_id=organization_id,
@@ -110,13 +110,17 @@ def create_contact(organization_id: uuid.UUID, fields: dict[str, Any]) -> CrmCon
         identities=[],
         account_links=[],
     )
-    db.session.add(contact)
-    for index, identity in enumerate(fields.get("identities") or []):
-        _add_identity(contact, identity["kind"], identity["value"], f"identities.{index}.value")
     for account_id in dict.fromkeys(fields.get("account_ids") or []):
-        scoped(CrmAccount, organization_id, account_id, "Account")
+        get_for_org(CrmAccount, account_id, organization_id, "Account")
         contact.account_links.append(AccountContact(account_id=account_id, created_at=now))
-    _commit_identities("identity")
+    try:
+        with savepoint():
+            db.session.add(contact)
+            for index, identity in enumerate(fields.get("identities") or []):
+                _add_identity(contact, identity["kind"], identity["value"], f"identities.{index}.value")
+            db.session.flush()
+    except IntegrityError:  # a concurrent request registered the same identity first
+        raise _taken_concurrently("identity") from None
     return get_contact(organization_id, contact.id)
 
 
@@ -128,7 +132,6 @@ def update_contact(organization_id: uuid.UUID, contact_id: uuid.UUID, changes: d
         if name in changes:
             setattr(contact, name, changes[name])
     contact.updated_at = utcnow()
-    db.session.commit()
     return get_contact(organization_id, contact.id)
 
 
@@ -136,14 +139,17 @@ def delete_contact(organization_id: uuid.UUID, contact_id: uuid.UUID) -> None:
     """Identities and links go with it; tickets and tasks keep existing without the contact."""
     contact = get_contact(organization_id, contact_id)
     db.session.delete(contact)
-    db.session.commit()
 
 
 def add_identity(organization_id: uuid.UUID, contact_id: uuid.UUID, kind: str, value: str) -> CrmContact:
     contact = get_contact(organization_id, contact_id)
-    _add_identity(contact, kind, value, "value")
-    contact.updated_at = utcnow()
-    _commit_identities(kind)
+    try:
+        with savepoint():
+            _add_identity(contact, kind, value, "value")
+            contact.updated_at = utcnow()
+            db.session.flush()
+    except IntegrityError:  # a concurrent request registered the same identity first
+        raise _taken_concurrently(kind) from None
     return get_contact(organization_id, contact.id)
 
 
@@ -155,22 +161,29 @@ def remove_identity(organization_id: uuid.UUID, contact_id: uuid.UUID, identity_
     contact.identities.remove(identity)
     contact.updated_at = utcnow()
     _publish_identity("crm.contact_identity_removed", contact, identity.kind, identity.value)
-    db.session.commit()
     return get_contact(organization_id, contact.id)
 
 
-def list_contacts(organization_id: uuid.UUID, query: Any) -> Page[CrmContact]:
+@dataclass(frozen=True)
+class ContactFilters:
+    limit: int = 100
+    offset: int = 0
+    search: str | None = None  # name, phone or email
+    account_id: uuid.UUID | None = None
+
+
+def list_contacts(organization_id: uuid.UUID, query: ContactFilters) -> Page[CrmContact]:
     conditions: list[Any] = [CrmContact.organization_id == organization_id]
     if query.search:
-        patterns = [like_pattern(query.search)]
+        patterns = [contains_pattern(query.search)]
         # A phone typed any way ("+52 55 1234 5678", "5215512345678") is searched in its E.164 form too.
         with contextlib.suppress(InvalidPhoneNumber):
-            patterns.append(like_pattern(normalize_phone(query.search)))
+            patterns.append(contains_pattern(normalize_phone(query.search)))
         identity_match = exists().where(
             ContactIdentity.contact_id == CrmContact.id,
-            or_(*[ContactIdentity.value.ilike(p, escape="\\") for p in patterns]),
+            or_(*[ContactIdentity.value.ilike(p, escape=LIKE_ESCAPE) for p in patterns]),
         )
-        conditions.append(or_(CrmContact.name.ilike(patterns[0], escape="\\"), identity_match))
+        conditions.append(or_(CrmContact.name.ilike(patterns[0], escape=LIKE_ESCAPE), identity_match))
     if query.account_id is not None:
         conditions.append(
             exists().where(
@@ -183,7 +196,14 @@ def list_contacts(organization_id: uuid.UUID, query: Any) -> Page[CrmContact]:
     return paginate(statement, offset=query.offset, limit=query.limit)
 
 
-def merge_contacts(organization_id: uuid.UUID, target_id: uuid.UUID, source_id: uuid.UUID) -> dict[str, Any]:
+@dataclass(frozen=True)
+class MergeResult:
+    contact: CrmContact
+    merged_contact_id: uuid.UUID
+    moved: dict[str, int]
+
+
+def merge_contacts(organization_id: uuid.UUID, target_id: uuid.UUID, source_id: uuid.UUID) -> MergeResult:
     """Move everything the CRM holds for ``source`` to ``target`` in one transaction, then delete the
     source: identities, deal links (a deal linked to both keeps one link, primary if either was),
     tickets (requester), tasks, account links; conversations through the messaging area's hook."""
@@ -242,12 +262,7 @@ def merge_contacts(organization_id: uuid.UUID, target_id: uuid.UUID, source_id: 
     db.session.flush()
     db.session.execute(delete(CrmContact).where(CrmContact.id == source.id))
     target.updated_at = utcnow()
-    db.session.commit()
-    return {
-        "contact": get_contact(organization_id, target.id),
-        "merged_contact_id": str(source_id),
-        "moved": moved,
-    }
+    return MergeResult(get_contact(organization_id, target.id), source_id, moved)
 
 
 # ----------------------------------------------------------------------------------------------- accounts
@@ -278,7 +293,7 @@ def create_account(organization_id: uuid.UUID, fields: dict[str, Any]) -> CrmAcc
         **{name: fields.get(name) for name in ACCOUNT_FIELDS},
     )
     db.session.add(account)
-    db.session.commit()
+    db.session.flush()
     return get_account(organization_id, account.id)
 
 
@@ -290,7 +305,6 @@ def update_account(organization_id: uuid.UUID, account_id: uuid.UUID, changes: d
         if name in changes:
             setattr(account, name, changes[name])
     account.updated_at = utcnow()
-    db.session.commit()
     return get_account(organization_id, account.id)
 
 
@@ -298,15 +312,24 @@ def delete_account(organization_id: uuid.UUID, account_id: uuid.UUID) -> None:
     """Contacts stay (only the links go); deals, tickets and tasks keep existing without the account."""
     account = get_account(organization_id, account_id)
     db.session.delete(account)
-    db.session.commit()
 
 
-def list_accounts(organization_id: uuid.UUID, query: Any) -> Page[CrmAccount]:
+@dataclass(frozen=True)
+class AccountFilters:
+    limit: int = 100
+    offset: int = 0
+    search: str | None = None  # name or domain
+
+
+def list_accounts(organization_id: uuid.UUID, query: AccountFilters) -> Page[CrmAccount]:
     conditions: list[Any] = [CrmAccount.organization_id == organization_id]
     if query.search:
-        pattern = like_pattern(query.search)
+        pattern = contains_pattern(query.search)
         conditions.append(
-            or_(CrmAccount.name.ilike(pattern, escape="\\"), CrmAccount.domain.ilike(pattern, escape="\\"))
+            or_(
+                CrmAccount.name.ilike(pattern, escape=LIKE_ESCAPE),
+                CrmAccount.domain.ilike(pattern, escape=LIKE_ESCAPE),
+            )
         )
     statement = (
         select(CrmAccount).where(*conditions).order_by(CrmAccount.name, CrmAccount.id).options(*ACCOUNT_LOAD)
@@ -318,16 +341,19 @@ def link_contact(
     organization_id: uuid.UUID, account_id: uuid.UUID, contact_id: uuid.UUID, role: str | None
 ) -> CrmAccount:
     account = get_account(organization_id, account_id)
-    scoped(CrmContact, organization_id, contact_id, "Contact")
+    get_for_org(CrmContact, contact_id, organization_id, "Contact")
     existing = next((link for link in account.contact_links if link.contact_id == contact_id), None)
     if existing is None:
-        account.contact_links.append(AccountContact(contact_id=contact_id, role=role, created_at=utcnow()))
+        try:
+            with savepoint():
+                account.contact_links.append(
+                    AccountContact(contact_id=contact_id, role=role, created_at=utcnow())
+                )
+                db.session.flush()
+        except IntegrityError:  # linked concurrently: the link is there, which is what was asked
+            pass
     else:
         existing.role = role  # linking again updates the role: idempotent
-    try:
-        db.session.commit()
-    except IntegrityError:
-        db.session.rollback()
     return get_account(organization_id, account_id)
 
 
@@ -337,5 +363,4 @@ def unlink_contact(organization_id: uuid.UUID, account_id: uuid.UUID, contact_id
     if link is None:
         raise not_found("Contact")
     account.contact_links.remove(link)
-    db.session.commit()
     return get_account(organization_id, account_id)

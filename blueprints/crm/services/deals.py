@@ -4,6 +4,7 @@ linked conversations with captured summaries, the activity timeline and time in 
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 from decimal import Decimal
 from typing import Any
@@ -26,17 +27,21 @@ from blueprints.crm.models import (
 )
 from blueprints.crm.money import money_str, round_money, round_price
 from blueprints.crm.services.common import (
+    check_conversations,
+    check_members,
     check_range,
     check_refs,
-    like_pattern,
     local_range,
     next_deal_number,
-    scoped,
+    savepoint,
 )
+from blueprints.crm.services.pipelines import pipeline_for_update
 from core.db import db, utcnow
 from core.errors import ApiError, not_found
 from core.events import publish
 from core.pagination import Page, paginate
+from core.tenancy import get_for_org, missing_ids
+from core.text import LIKE_ESCAPE, contains_pattern
 
 DEAL_LOAD = (
     joinedload(Deal.pipeline),
@@ -145,7 +150,7 @@ def move_deal(deal: Deal, stage: Stage, *, publish_event: bool = True, actor: st
 
 
 def _stage_in_pipeline(organization_id: uuid.UUID, stage_id: uuid.UUID, pipeline_id: uuid.UUID) -> Stage:
-    stage = scoped(Stage, organization_id, stage_id, "Stage")
+    stage = get_for_org(Stage, stage_id, organization_id, "Stage")
     if stage.pipeline_id != pipeline_id:
         raise ApiError(400, "stage_id: the stage belongs to another pipeline", param="stage_id")
     return stage
@@ -153,16 +158,8 @@ def _stage_in_pipeline(organization_id: uuid.UUID, stage_id: uuid.UUID, pipeline
 
 def _set_contacts(organization_id: uuid.UUID, deal: Deal, contacts: list[dict[str, Any]]) -> None:
     wanted = {c["contact_id"]: c for c in contacts}
-    if wanted:
-        found = set(
-            db.session.scalars(
-                select(CrmContact.id).where(
-                    CrmContact.organization_id == organization_id, CrmContact.id.in_(wanted)
-                )
-            )
-        )
-        if found != set(wanted):
-            raise not_found("Contact")
+    if missing_ids(CrmContact, wanted, organization_id):
+        raise not_found("Contact")
     existing = {link.contact_id: link for link in deal.contacts}
     for contact_id, link in existing.items():
         if contact_id not in wanted:
@@ -176,9 +173,7 @@ def _set_contacts(organization_id: uuid.UUID, deal: Deal, contacts: list[dict[st
         link.is_primary = bool(item.get("is_primary"))
 
 
-def _link(
-    deal: Deal, conversation_id: str, channel: str | None, linked_by: uuid.UUID | None
-) -> DealConversation:
+def _link(deal: Deal, conversation_id: str, channel: str | None, linked_by: str | None) -> DealConversation:
     summary = hooks.summarize_conversation(deal.organization_id, conversation_id, channel)
     link = DealConversation(
         organization_id=deal.organization_id,
@@ -200,18 +195,24 @@ def _link(
             "message_count": summary.message_count,
         },
         summary=summary.text,
-        actor=str(linked_by) if linked_by else None,
+        actor=linked_by,
     )
     return link
 
 
 def create_deal(organization_id: uuid.UUID, fields: dict[str, Any], actor: str | None = None) -> Deal:
-    pipeline = scoped(Pipeline, organization_id, fields["pipeline_id"], "Pipeline")
+    """``fields``: name, pipeline_id, stage_id and optionally amount, currency, status, owner_id (a member
+    id), account_id, expected_close_date, conversation_ids, contacts (``contact_id``, ``role``,
+    ``is_primary``)."""
+    pipeline = pipeline_for_update(organization_id, fields["pipeline_id"])
     stage = _stage_in_pipeline(organization_id, fields["stage_id"], pipeline.id)
     check_refs(organization_id, account_id=fields.get("account_id"))
+    check_members(organization_id, {"owner_id": fields.get("owner_id")})
+    conversation_ids = list(dict.fromkeys(fields.get("conversation_ids") or []))
+    check_conversations(organization_id, conversation_ids)
     currency = fields.get("currency") or "MXN"
     now = utcnow()
-    number = next_deal_number(pipeline.id)
+    number = next_deal_number(pipeline)
     status = fields.get("status") or stage.status
     deal = Deal(
         organization_id=organization_id,
@@ -244,10 +245,9 @@ def create_deal(organization_id: uuid.UUID, fields: dict[str, Any], actor: str |
         {"stage_id": str(stage.id), "amount": money_str(deal.amount, currency), "currency": currency},
         actor=actor,
     )
-    for conversation_id in dict.fromkeys(fields.get("conversation_ids") or []):
+    for conversation_id in conversation_ids:
         _link(deal, conversation_id, None, None)
     publish("deal.updated", organization_id, _event_data(deal, "created"))
-    db.session.commit()
     return get_deal(organization_id, deal.id)
 
 
@@ -264,6 +264,7 @@ def update_deal(
     if changes.get("name") is not None:
         deal.name = changes["name"]
     if "owner_id" in changes:
+        check_members(organization_id, {"owner_id": changes["owner_id"]})
         deal.owner_id = changes["owner_id"]
     if "account_id" in changes:
         check_refs(organization_id, account_id=changes["account_id"])
@@ -293,7 +294,7 @@ def update_deal(
         _set_contacts(organization_id, deal, changes["contacts"])
     pipeline_id, stage_id = changes.get("pipeline_id"), changes.get("stage_id")
     if pipeline_id is not None and pipeline_id != deal.pipeline_id:
-        pipeline = scoped(Pipeline, organization_id, pipeline_id, "Pipeline")
+        pipeline = get_for_org(Pipeline, pipeline_id, organization_id, "Pipeline")
         if stage_id is not None:
             stage = _stage_in_pipeline(organization_id, stage_id, pipeline.id)
         else:
@@ -304,7 +305,7 @@ def update_deal(
                 raise ApiError(400, "pipeline_id: the pipeline has no stages", param="pipeline_id")
         # Like an issue moved between projects: the deal takes the next number of its new pipeline, so
         # <KEY>-<n> stays unique per pipeline and always names the pipeline the deal is in.
-        number = next_deal_number(pipeline.id)
+        number = next_deal_number(pipeline)
         _activity(
             deal,
             "pipeline_changed",
@@ -319,7 +320,6 @@ def update_deal(
         _set_status(deal, changes["status"], actor)
     deal.updated_at = utcnow()
     publish("deal.updated", organization_id, _event_data(deal, "updated"))
-    db.session.commit()
     return get_deal(organization_id, deal.id)
 
 
@@ -331,7 +331,6 @@ def change_stage(
     if move_deal(deal, stage, actor=actor):
         deal.updated_at = utcnow()
         publish("deal.updated", organization_id, _event_data(deal, "moved"))
-    db.session.commit()
     return get_deal(organization_id, deal.id)
 
 
@@ -339,13 +338,38 @@ def delete_deal(organization_id: uuid.UUID, deal_id: uuid.UUID) -> None:
     deal = get_deal(organization_id, deal_id)
     deal.deleted_at = utcnow()
     publish("deal.updated", organization_id, _event_data(deal, "deleted"))
-    db.session.commit()
 
 
-def list_deals(organization_id: uuid.UUID, query: Any) -> Page[Deal]:
+@dataclass(frozen=True)
+class DealFilters:
+    """What a deal list is narrowed and ordered by (every field optional)."""
+
+    limit: int = 100
+    offset: int = 0
+    search: str | None = None
+    pipeline_id: uuid.UUID | None = None
+    stage_id: uuid.UUID | None = None
+    owner_id: str | None = None
+    status: str | None = None
+    account_id: uuid.UUID | None = None
+    product_id: uuid.UUID | None = None
+    amount_min: Decimal | None = None
+    amount_max: Decimal | None = None
+    unassigned: bool | None = None
+    currency: str | None = None
+    expected_close_before: date | None = None
+    expected_close_after: date | None = None
+    created_after: date | None = None
+    created_before: date | None = None
+    sort_by: str = "created_at"
+    sort_dir: str = "desc"
+    timezone: str | None = None
+
+
+def list_deals(organization_id: uuid.UUID, query: DealFilters) -> Page[Deal]:
     conditions = [Deal.organization_id == organization_id, Deal.deleted_at.is_(None)]
     if query.search:
-        conditions.append(Deal.name.ilike(like_pattern(query.search), escape="\\"))
+        conditions.append(Deal.name.ilike(contains_pattern(query.search), escape=LIKE_ESCAPE))
     for name in ("pipeline_id", "stage_id", "owner_id", "status", "account_id", "currency"):
         value = getattr(query, name)
         if value is not None:
@@ -454,7 +478,7 @@ def add_line_item(
     )
     deal.line_items.append(item)
     _recalculate(deal, actor)
-    db.session.commit()
+    db.session.flush()
     return item
 
 
@@ -481,7 +505,6 @@ def update_line_item(
     item.total = line_item_total(item.quantity, item.unit_price, item.discount, item.currency)
     item.updated_at = utcnow()
     _recalculate(deal, actor)
-    db.session.commit()
     return item
 
 
@@ -491,7 +514,6 @@ def delete_line_item(
     deal = get_deal(organization_id, deal_id)
     deal.line_items.remove(_get_item(deal, item_id))
     _recalculate(deal, actor)
-    db.session.commit()
 
 
 # ------------------------------------------------------------------------------------------ conversations
@@ -502,19 +524,23 @@ def link_conversation(
     deal_id: uuid.UUID,
     conversation_id: str,
     channel: str | None,
-    linked_by: uuid.UUID | None,
+    linked_by: str | None,
 ) -> DealConversation:
+    """404 when the conversation (or call) is not the organization's; 400 when ``linked_by`` names no
+    member; 409 when it is already linked."""
     deal = get_deal(organization_id, deal_id)
+    check_conversations(organization_id, [conversation_id])
+    check_members(organization_id, {"linked_by": linked_by})
     if any(c.conversation_id == conversation_id for c in deal.conversations):
         raise ApiError(409, "conversation_id: already linked to this deal", param="conversation_id")
-    link = _link(deal, conversation_id, channel, linked_by)
+    try:
+        with savepoint():
+            link = _link(deal, conversation_id, channel, linked_by)
+            db.session.flush()
+    except IntegrityError:  # the same link created concurrently
+        raise ApiError(409, "conversation_id: already linked to this deal", param="conversation_id") from None
     deal.updated_at = utcnow()
     publish("deal.updated", organization_id, _event_data(deal, "conversation_linked"))
-    try:
-        db.session.commit()
-    except IntegrityError:  # the same link created concurrently
-        db.session.rollback()
-        raise ApiError(409, "conversation_id: already linked to this deal", param="conversation_id") from None
     return link
 
 
@@ -534,7 +560,6 @@ def unlink_conversation(
     )
     deal.updated_at = utcnow()
     publish("deal.updated", organization_id, _event_data(deal, "conversation_unlinked"))
-    db.session.commit()
 
 
 # ------------------------------------------------------------------------------------ timeline, stage times
@@ -563,11 +588,27 @@ def add_note(organization_id: uuid.UUID, deal_id: uuid.UUID, body: str, author: 
         created_at=utcnow(),
     )
     db.session.add(note)
-    db.session.commit()
+    db.session.flush()
     return note
 
 
-def stage_times(organization_id: uuid.UUID, deal_id: uuid.UUID) -> dict[str, Any]:
+@dataclass
+class StageTime:
+    stage_id: uuid.UUID
+    stage_name: str
+    stage_order: int
+    duration_ms: int = 0
+    is_current: bool = False
+    visits: int = 0
+
+
+@dataclass(frozen=True)
+class StageTimes:
+    deal_id: uuid.UUID
+    stages: list[StageTime]
+
+
+def stage_times(organization_id: uuid.UUID, deal_id: uuid.UUID) -> StageTimes:
     """Milliseconds per stage from the visit history: revisits are summed, the open visit runs to now.
     Stages are listed in the order they were first entered; names come from the live stage when it
     still exists, else from the copy taken on entry."""
@@ -583,23 +624,20 @@ def stage_times(organization_id: uuid.UUID, deal_id: uuid.UUID) -> dict[str, Any
         s.id: s for s in db.session.scalars(select(Stage).where(Stage.id.in_({v.stage_id for v in visits})))
     }
     now = utcnow()
-    stages: dict[uuid.UUID, dict[str, Any]] = {}
+    stages: dict[uuid.UUID, StageTime] = {}
     for visit in visits:
         stage = live.get(visit.stage_id)
         entry = stages.setdefault(
             visit.stage_id,
-            {
-                "stage_id": str(visit.stage_id),
-                "stage_name": stage.name if stage else visit.stage_name,
-                "stage_order": stage.stage_order if stage else visit.stage_order,
-                "duration_ms": 0,
-                "is_current": False,
-                "visits": 0,
-            },
+            StageTime(
+                stage_id=visit.stage_id,
+                stage_name=stage.name if stage else visit.stage_name,
+                stage_order=stage.stage_order if stage else visit.stage_order,
+            ),
         )
         end = visit.left_at or now
-        entry["duration_ms"] += max(int((end - visit.entered_at).total_seconds() * 1000), 0)
-        entry["visits"] += 1
+        entry.duration_ms += max(int((end - visit.entered_at).total_seconds() * 1000), 0)
+        entry.visits += 1
         if visit.left_at is None:
-            entry["is_current"] = True
-    return {"deal_id": str(deal.id), "stages": list(stages.values())}
+            entry.is_current = True
+    return StageTimes(deal_id=deal.id, stages=list(stages.values()))

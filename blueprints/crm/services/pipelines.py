@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import selectinload
 
 from blueprints.crm.models import CrmSettings, Deal, DealStageVisit, ExchangeRate, Pipeline, Stage
-from blueprints.crm.money import CURRENCIES, find_conversion, money_str
-from blueprints.crm.services.common import ensure_settings, scoped
-from core.db import db
+from blueprints.crm.money import CURRENCIES, Conversion, find_conversion, round_money
+from blueprints.crm.services.common import ensure_settings, insert_ignore, read_settings, savepoint
+from core.db import db, utcnow
 from core.errors import ApiError, not_found
+from core.tenancy import find_for_org
 
 DEFAULT_PIPELINE_NAME = "General"
 DEFAULT_PIPELINE_KEY = "VNT"
@@ -29,6 +31,19 @@ DEFAULT_STAGES = (
 )
 
 
+# The default pipeline has ids derived from the organization's, so the pipeline a read shows before it
+# exists is the very one the first write persists (a client may create a deal in a stage it only read).
+_DEFAULT_IDS = uuid.UUID("6f1f3c52-8d0e-4d4e-9a43-2b7c5f0c9e11")
+
+
+def default_pipeline_id(organization_id: uuid.UUID) -> uuid.UUID:
+    return uuid.uuid5(_DEFAULT_IDS, f"{organization_id}:pipeline")
+
+
+def default_stage_id(organization_id: uuid.UUID, order: int) -> uuid.UUID:
+    return uuid.uuid5(_DEFAULT_IDS, f"{organization_id}:stage:{order}")
+
+
 def _pipelines_query(organization_id: uuid.UUID) -> Any:
     return (
         select(Pipeline)
@@ -38,7 +53,107 @@ def _pipelines_query(organization_id: uuid.UUID) -> Any:
     )
 
 
+def _has_pipelines(organization_id: uuid.UUID) -> bool:
+    statement = select(Pipeline.id).where(Pipeline.organization_id == organization_id).limit(1)
+    return db.session.scalar(statement) is not None
+
+
+def _default_pipeline(organization_id: uuid.UUID) -> Pipeline:
+    """``General`` (VNT) as it will be persisted: a transient object, never added to the session."""
+    now = utcnow()
+    pipeline_id = default_pipeline_id(organization_id)
+    stages = [
+        Stage(
+            id=default_stage_id(organization_id, order),
+            organization_id=organization_id,
+            pipeline_id=pipeline_id,
+            name=name,
+            stage_order=order,
+            probability=probability,
+            status=status,
+            rotting_days=None,
+            created_at=now,
+            updated_at=now,
+        )
+        for order, (name, probability, status) in enumerate(DEFAULT_STAGES)
+    ]
+    return Pipeline(
+        id=pipeline_id,
+        organization_id=organization_id,
+        name=DEFAULT_PIPELINE_NAME,
+        key=DEFAULT_PIPELINE_KEY,
+        is_default=True,
+        deal_counter=0,
+        created_at=now,
+        updated_at=now,
+        stages=stages,
+    )
+
+
+def ensure_default_pipeline(organization_id: uuid.UUID) -> None:
+    """Persist ``General`` (VNT) when the organization has no pipeline yet; every write about pipelines,
+    stages or deals calls this first. Insert-or-nothing on the pipeline row: of two concurrent first
+    writes, the second waits for the first and finds its pipeline (and stages) instead of failing."""
+    if _has_pipelines(organization_id):
+        return
+    shown = _default_pipeline(organization_id)
+    inserted = db.session.execute(
+        insert_ignore(
+            Pipeline.__table__,
+            {
+                "id": shown.id,
+                "organization_id": organization_id,
+                "name": shown.name,
+                "key": shown.key,
+                "is_default": True,
+                "deal_counter": 0,
+                "created_at": shown.created_at,
+                "updated_at": shown.updated_at,
+            },
+        )
+    ).rowcount  # type: ignore[attr-defined]
+    if not inserted:
+        return
+    db.session.execute(
+        insert(Stage),
+        [
+            {
+                "id": stage.id,
+                "organization_id": organization_id,
+                "pipeline_id": shown.id,
+                "name": stage.name,
+                "stage_order": stage.stage_order,
+                "probability": stage.probability,
+                "status": stage.status,
+                "rotting_days": None,
+                "created_at": stage.created_at,
+                "updated_at": stage.updated_at,
+            }
+            for stage in shown.stages
+        ],
+    )
+
+
+def find_pipeline(organization_id: uuid.UUID, pipeline_id: uuid.UUID) -> Pipeline | None:
+    """The pipeline with its stages, or None; the not yet persisted default pipeline counts."""
+    pipeline = db.session.scalars(_pipelines_query(organization_id).where(Pipeline.id == pipeline_id)).first()
+    is_default_id = pipeline_id == default_pipeline_id(organization_id)
+    if pipeline is None and is_default_id and not _has_pipelines(organization_id):
+        return _default_pipeline(organization_id)
+    return pipeline
+
+
 def get_pipeline(organization_id: uuid.UUID, pipeline_id: uuid.UUID) -> Pipeline:
+    """For reads: the default pipeline may be the transient one (see :func:`list_pipelines`)."""
+    pipeline = find_pipeline(organization_id, pipeline_id)
+    if pipeline is None:
+        raise not_found("Pipeline")
+    return pipeline
+
+
+def pipeline_for_update(organization_id: uuid.UUID, pipeline_id: uuid.UUID) -> Pipeline:
+    """For writes: the persisted pipeline (the default one is persisted first when it is named)."""
+    ensure_default_pipeline(organization_id)
     pipeline = db.session.scalars(_pipelines_query(organization_id).where(Pipeline.id == pipeline_id)).first()
     if pipeline is None:
         raise not_found("Pipeline")
@@ -54,28 +169,10 @@ def _add_pipeline(organization_id: uuid.UUID, name: str, key: str, is_default: b
 
 
 def list_pipelines(organization_id: uuid.UUID) -> list[Pipeline]:
-    """All pipelines with their stages; the first call of an organization creates ``General`` (VNT)."""
+    """All pipelines with their stages. An organization without any sees ``General`` (VNT) as the first
+    write will persist it: a read never writes."""
     pipelines = list(db.session.scalars(_pipelines_query(organization_id)))
-    if pipelines:
-        return pipelines
-    pipeline = _add_pipeline(organization_id, DEFAULT_PIPELINE_NAME, DEFAULT_PIPELINE_KEY, True)
-    for order, (name, probability, status) in enumerate(DEFAULT_STAGES):
-        db.session.add(
-            Stage(
-                organization_id=organization_id,
-                pipeline_id=pipeline.id,
-                name=name,
-                stage_order=order,
-                probability=probability,
-                status=status,
-            )
-        )
-    try:
-        db.session.commit()
-    except IntegrityError:
-        # Two first calls raced; the other one created it. Read theirs.
-        db.session.rollback()
-    return list(db.session.scalars(_pipelines_query(organization_id)))
+    return pipelines or [_default_pipeline(organization_id)]
 
 
 def _key_taken(organization_id: uuid.UUID, key: str, exclude: uuid.UUID | None = None) -> bool:
@@ -95,23 +192,20 @@ def _make_default(organization_id: uuid.UUID, pipeline_id: uuid.UUID) -> None:
 
 
 def create_pipeline(organization_id: uuid.UUID, name: str, key: str, is_default: bool | None) -> Pipeline:
+    """A new pipeline without stages. An organization that had none gets ``General`` (VNT) first, the
+    default pipeline every read showed it; the new one is the default only when asked."""
+    ensure_default_pipeline(organization_id)
     if _key_taken(organization_id, key):
         raise ApiError(409, f"key: a pipeline with key {key} already exists", param="key")
-    has_default = db.session.scalar(
-        select(Pipeline.id).where(Pipeline.organization_id == organization_id, Pipeline.is_default)
-    )
-    # The first pipeline is the default whatever was asked: there is always exactly one.
-    default = bool(is_default) or has_default is None
-    pipeline = _add_pipeline(organization_id, name, key, default)
-    db.session.flush()
-    if default:
-        _make_default(organization_id, pipeline.id)
     try:
-        db.session.commit()
-    except IntegrityError:
-        db.session.rollback()
+        with savepoint():
+            pipeline = _add_pipeline(organization_id, name, key, bool(is_default))
+            db.session.flush()
+    except IntegrityError:  # the same key taken concurrently
         raise ApiError(409, f"key: a pipeline with key {key} already exists", param="key") from None
-    return get_pipeline(organization_id, pipeline.id)
+    if is_default:
+        _make_default(organization_id, pipeline.id)
+    return pipeline_for_update(organization_id, pipeline.id)
 
 
 def _has_deals(pipeline_id: uuid.UUID, *, live_only: bool) -> bool:
@@ -122,7 +216,7 @@ def _has_deals(pipeline_id: uuid.UUID, *, live_only: bool) -> bool:
 
 
 def update_pipeline(organization_id: uuid.UUID, pipeline_id: uuid.UUID, changes: dict[str, Any]) -> Pipeline:
-    pipeline = get_pipeline(organization_id, pipeline_id)
+    pipeline = pipeline_for_update(organization_id, pipeline_id)
     if changes.get("name") is not None:
         pipeline.name = changes["name"]
     key = changes.get("key")
@@ -140,14 +234,14 @@ def update_pipeline(organization_id: uuid.UUID, pipeline_id: uuid.UUID, changes:
             _make_default(organization_id, pipeline.id)
         elif pipeline.is_default:
             raise ApiError(409, "is_default: make another pipeline the default instead", param="is_default")
-    db.session.commit()
-    return get_pipeline(organization_id, pipeline.id)
+    db.session.flush()
+    return pipeline
 
 
 def delete_pipeline(organization_id: uuid.UUID, pipeline_id: uuid.UUID) -> None:
     """Refused (409) while live deals use the pipeline; its soft-deleted deals go with it. When the
     default goes, the oldest remaining pipeline becomes the default."""
-    pipeline = get_pipeline(organization_id, pipeline_id)
+    pipeline = pipeline_for_update(organization_id, pipeline_id)
     if _has_deals(pipeline.id, live_only=True):
         raise ApiError(409, "The pipeline has deals; move or delete them first")
     was_default = pipeline.is_default
@@ -163,14 +257,18 @@ def delete_pipeline(organization_id: uuid.UUID, pipeline_id: uuid.UUID) -> None:
         ).first()
         if successor is not None:
             successor.is_default = True
-    db.session.commit()
 
 
 # ------------------------------------------------------------------------------------------------ stages
 
 
 def get_stage(organization_id: uuid.UUID, stage_id: uuid.UUID) -> Stage:
-    return scoped(Stage, organization_id, stage_id, "Stage")
+    """A persisted stage for a write (the default pipeline's stages are persisted first when needed)."""
+    ensure_default_pipeline(organization_id)
+    stage = find_for_org(Stage, stage_id, organization_id)
+    if stage is None:
+        raise not_found("Stage")
+    return stage
 
 
 def _renumber(stages: list[Stage]) -> None:
@@ -193,7 +291,7 @@ def _default_probability(status: str) -> int:
 
 
 def create_stage(organization_id: uuid.UUID, pipeline_id: uuid.UUID, fields: dict[str, Any]) -> Stage:
-    pipeline = get_pipeline(organization_id, pipeline_id)
+    pipeline = pipeline_for_update(organization_id, pipeline_id)
     stages = _ordered_stages(pipeline.id)
     status = fields.get("status") or "open"
     probability = fields.get("probability")
@@ -210,7 +308,7 @@ def create_stage(organization_id: uuid.UUID, pipeline_id: uuid.UUID, fields: dic
     # An order past the end appends; the others shift so orders stay 0..n-1.
     stages.insert(min(fields["stage_order"], len(stages)), stage)
     _renumber(stages)
-    db.session.commit()
+    db.session.flush()
     return stage
 
 
@@ -225,7 +323,7 @@ def update_stage(organization_id: uuid.UUID, stage_id: uuid.UUID, changes: dict[
         stages = [s for s in _ordered_stages(stage.pipeline_id) if s.id != stage.id]
         stages.insert(min(changes["stage_order"], len(stages)), stage)
         _renumber(stages)
-    db.session.commit()
+    db.session.flush()
     return stage
 
 
@@ -259,24 +357,22 @@ def delete_stage(organization_id: uuid.UUID, stage_id: uuid.UUID, move_to: uuid.
     db.session.flush()
     db.session.delete(stage)
     _renumber([s for s in stages if s.id != stage.id])
-    db.session.commit()
 
 
 # ---------------------------------------------------------------------------------------------- currency
 
 
 def get_settings(organization_id: uuid.UUID) -> CrmSettings:
-    settings = ensure_settings(organization_id)
-    db.session.commit()
-    return settings
+    """The settings, or the defaults before the first write that needs them (never written here)."""
+    return read_settings(organization_id)
 
 
-def update_settings(organization_id: uuid.UUID, changes: dict[str, Any]) -> CrmSettings:
+def update_settings(organization_id: uuid.UUID, ticket_prefix: str | None = None) -> CrmSettings:
     settings = ensure_settings(organization_id)
-    if changes.get("ticket_prefix"):
+    if ticket_prefix:
         # Existing tickets keep their reference; new tickets use the new prefix.
-        settings.ticket_prefix = changes["ticket_prefix"].upper()
-    db.session.commit()
+        settings.ticket_prefix = ticket_prefix.upper()
+    db.session.flush()
     return settings
 
 
@@ -293,33 +389,36 @@ def list_rates(organization_id: uuid.UUID) -> list[ExchangeRate]:
 def set_base_currency(organization_id: uuid.UUID, currency: str) -> CrmSettings:
     settings = ensure_settings(organization_id)
     settings.base_currency = currency
-    db.session.commit()
+    db.session.flush()
     return settings
 
 
 def upsert_rate(organization_id: uuid.UUID, source: str, target: str, rate: Decimal) -> ExchangeRate:
     if source == target:
         raise ApiError(400, "to_currency: must differ from from_currency", param="to_currency")
-    existing = db.session.scalars(
-        select(ExchangeRate).where(
-            ExchangeRate.organization_id == organization_id,
-            ExchangeRate.from_currency == source,
-            ExchangeRate.to_currency == target,
-        )
-    ).first()
-    if existing is None:
-        existing = ExchangeRate(
-            organization_id=organization_id, from_currency=source, to_currency=target, rate=rate
-        )
-        db.session.add(existing)
-    else:
-        existing.rate = rate
-    try:
-        db.session.commit()
-    except IntegrityError:  # a concurrent upsert of the same pair won the insert: update theirs
-        db.session.rollback()
-        return upsert_rate(organization_id, source, target, rate)
-    return existing
+    for _attempt in range(2):
+        existing = db.session.scalars(
+            select(ExchangeRate).where(
+                ExchangeRate.organization_id == organization_id,
+                ExchangeRate.from_currency == source,
+                ExchangeRate.to_currency == target,
+            )
+        ).first()
+        if existing is not None:
+            existing.rate = rate
+            db.session.flush()
+            return existing
+        try:
+            with savepoint():
+                created = ExchangeRate(
+                    organization_id=organization_id, from_currency=source, to_currency=target, rate=rate
+                )
+                db.session.add(created)
+                db.session.flush()
+            return created
+        except IntegrityError:  # a concurrent upsert of the same pair won the insert: update theirs
+            continue
+    raise ApiError(409, "The exchange rate is being changed concurrently; try again")
 
 
 def delete_rate(organization_id: uuid.UUID, source: str, target: str) -> None:
@@ -332,10 +431,43 @@ def delete_rate(organization_id: uuid.UUID, source: str, target: str) -> None:
     )
     if not result.rowcount:  # type: ignore[attr-defined]
         raise not_found("Exchange rate")
-    db.session.commit()
 
 
-def pipeline_summary(organization_id: uuid.UUID, pipeline_id: uuid.UUID) -> dict[str, Any]:
+@dataclass(frozen=True)
+class StageTotal:
+    stage: Stage
+    deal_count: int
+    total_amount: Decimal  # in the base currency, rounded to its minor units
+    weighted_amount: Decimal
+    currency: str
+    unconverted_count: int
+
+
+@dataclass(frozen=True)
+class UnconvertedDeal:
+    deal_id: uuid.UUID
+    reference: str
+    stage_id: uuid.UUID
+    amount: Decimal
+    currency: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class PipelineTotals:
+    pipeline_id: uuid.UUID
+    base_currency: str
+    total_amount: Decimal
+    weighted_amount: Decimal
+    total_deals: int
+    converted_deals: int
+    complete: bool
+    stages: list[StageTotal]
+    unconverted: list[UnconvertedDeal]
+    conversions: list[Conversion]
+
+
+def pipeline_summary(organization_id: uuid.UUID, pipeline_id: uuid.UUID) -> PipelineTotals:
     """Per-stage totals of the pipeline's live deals (every status) converted to the base currency.
 
     Each deal is converted at full precision (direct rate, else inverse, else the shortest cross chain);
@@ -344,7 +476,7 @@ def pipeline_summary(organization_id: uuid.UUID, pipeline_id: uuid.UUID) -> dict
     the base is left out of the amounts and listed in ``unconverted``; ``complete`` is false then.
     """
     pipeline = get_pipeline(organization_id, pipeline_id)
-    base = ensure_settings(organization_id).base_currency
+    base = read_settings(organization_id).base_currency
     rates = {(r.from_currency, r.to_currency): r.rate for r in list_rates(organization_id)}
     rows = db.session.execute(
         select(Deal.id, Deal.reference, Deal.stage_id, Deal.amount, Deal.currency)
@@ -361,7 +493,7 @@ def pipeline_summary(organization_id: uuid.UUID, pipeline_id: uuid.UUID) -> dict
         for s in pipeline.stages
     }
     probabilities = {s.id: Decimal(s.probability) for s in pipeline.stages}
-    unconverted: list[dict[str, Any]] = []
+    unconverted: list[UnconvertedDeal] = []
     for row in rows:
         bucket = per_stage.get(row.stage_id)
         if bucket is None:  # cannot happen while deals keep a stage of their pipeline; never hide it
@@ -371,14 +503,14 @@ def pipeline_summary(organization_id: uuid.UUID, pipeline_id: uuid.UUID) -> dict
         if conversion is None:
             bucket["unconverted"] += 1
             unconverted.append(
-                {
-                    "deal_id": str(row.id),
-                    "reference": row.reference,
-                    "stage_id": str(row.stage_id),
-                    "amount": money_str(row.amount, row.currency),
-                    "currency": row.currency,
-                    "reason": f"no exchange rate from {row.currency} to {base}",
-                }
+                UnconvertedDeal(
+                    deal_id=row.id,
+                    reference=row.reference,
+                    stage_id=row.stage_id,
+                    amount=row.amount,
+                    currency=row.currency,
+                    reason=f"no exchange rate from {row.currency} to {base}",
+                )
             )
             continue
         converted = row.amount * conversion.rate
@@ -386,41 +518,28 @@ def pipeline_summary(organization_id: uuid.UUID, pipeline_id: uuid.UUID) -> dict
         bucket["weighted"] += converted * probabilities[row.stage_id] / 100
     total = sum((b["total"] for b in per_stage.values()), Decimal(0))
     weighted = sum((b["weighted"] for b in per_stage.values()), Decimal(0))
-    return {
-        "pipeline_id": str(pipeline.id),
-        "base_currency": base,
-        "total_amount": money_str(total, base),
-        "weighted_amount": money_str(weighted, base),
-        "total_deals": len(rows),
-        "converted_deals": len(rows) - len(unconverted),
-        "complete": not unconverted,
-        "stages": [
-            {
-                "stage_id": str(s.id),
-                "stage_name": s.name,
-                "stage_order": s.stage_order,
-                "status": s.status,
-                "probability": s.probability,
-                "deal_count": per_stage[s.id]["count"],
-                "total_amount": money_str(per_stage[s.id]["total"], base),
-                "weighted_amount": money_str(per_stage[s.id]["weighted"], base),
-                "currency": base,
-                "unconverted_count": per_stage[s.id]["unconverted"],
-            }
+    return PipelineTotals(
+        pipeline_id=pipeline.id,
+        base_currency=base,
+        total_amount=round_money(total, base),
+        weighted_amount=round_money(weighted, base),
+        total_deals=len(rows),
+        converted_deals=len(rows) - len(unconverted),
+        complete=not unconverted,
+        stages=[
+            StageTotal(
+                stage=s,
+                deal_count=per_stage[s.id]["count"],
+                total_amount=round_money(per_stage[s.id]["total"], base),
+                weighted_amount=round_money(per_stage[s.id]["weighted"], base),
+                currency=base,
+                unconverted_count=per_stage[s.id]["unconverted"],
+            )
             for s in pipeline.stages
         ],
-        "unconverted": unconverted,
-        "conversions": [
-            {
-                "currency": c.currency,
-                "rate": format(c.rate.normalize(), "f"),
-                "method": c.method,
-                "path": list(c.path),
-            }
-            for c in conversions.values()
-            if c is not None
-        ],
-    }
+        unconverted=unconverted,
+        conversions=[c for c in conversions.values() if c is not None],
+    )
 
 
 def supported_currencies() -> list[str]:

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import date, datetime
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import selectinload
 
 from blueprints.crm.models import CrmTask, Deal, Ticket
-from blueprints.crm.services.common import check_refs, like_pattern, local_range, scoped
+from blueprints.crm.services.common import check_members, check_refs, local_range
 from core.db import db, utcnow
 from core.errors import not_found
 from core.pagination import Page, paginate
+from core.tenancy import get_for_org
+from core.text import LIKE_ESCAPE, contains_pattern
 from core.timeutil import as_utc
 
 TASK_LOAD = (
@@ -44,18 +47,21 @@ def get_task(organization_id: uuid.UUID, task_id: uuid.UUID) -> CrmTask:
 
 def _check_links(organization_id: uuid.UUID, fields: dict[str, Any]) -> None:
     if fields.get("deal_id") is not None:
-        deal = scoped(Deal, organization_id, fields["deal_id"], "Deal")
+        deal = get_for_org(Deal, fields["deal_id"], organization_id, "Deal")
         if deal.deleted_at is not None:
             raise not_found("Deal")
     if fields.get("ticket_id") is not None:
-        scoped(Ticket, organization_id, fields["ticket_id"], "Ticket")
+        get_for_org(Ticket, fields["ticket_id"], organization_id, "Ticket")
     check_refs(organization_id, contact_id=fields.get("contact_id"), account_id=fields.get("account_id"))
+    check_members(organization_id, {"owner_id": fields.get("owner_id")})
 
 
 LINKS = ("owner_id", "deal_id", "ticket_id", "contact_id", "account_id")
 
 
 def create_task(organization_id: uuid.UUID, fields: dict[str, Any]) -> CrmTask:
+    """``fields``: title and optionally type, priority, due_date, owner_id (a member id), deal_id,
+    ticket_id, contact_id, account_id, notes."""
     _check_links(organization_id, fields)
     now = utcnow()
     task = CrmTask(
@@ -71,7 +77,7 @@ def create_task(organization_id: uuid.UUID, fields: dict[str, Any]) -> CrmTask:
         **{name: fields.get(name) for name in LINKS},
     )
     db.session.add(task)
-    db.session.commit()
+    db.session.flush()
     return get_task(organization_id, task.id)
 
 
@@ -97,7 +103,6 @@ def update_task(organization_id: uuid.UUID, task_id: uuid.UUID, changes: dict[st
     if changes.get("status") is not None:
         _set_status(task, changes["status"])
     task.updated_at = utcnow()
-    db.session.commit()
     return get_task(organization_id, task.id)
 
 
@@ -107,17 +112,37 @@ def complete_task(organization_id: uuid.UUID, task_id: uuid.UUID) -> CrmTask:
     if task.status != "completed":
         _set_status(task, "completed")
         task.updated_at = utcnow()
-        db.session.commit()
     return get_task(organization_id, task.id)
 
 
 def delete_task(organization_id: uuid.UUID, task_id: uuid.UUID) -> None:
     task = get_task(organization_id, task_id)
     task.deleted_at = utcnow()
-    db.session.commit()
 
 
-def list_tasks(organization_id: uuid.UUID, query: Any) -> Page[CrmTask]:
+@dataclass(frozen=True)
+class TaskFilters:
+    """What a task list is narrowed by (every field optional)."""
+
+    limit: int = 20
+    offset: int = 0
+    owner_id: str | None = None
+    status: str | None = None
+    is_completed: bool | None = None
+    type: str | None = None
+    priority: str | None = None
+    deal_id: uuid.UUID | None = None
+    ticket_id: uuid.UUID | None = None
+    contact_id: uuid.UUID | None = None
+    account_id: uuid.UUID | None = None
+    due_before: date | None = None
+    due_after: date | None = None
+    overdue: bool | None = None
+    search: str | None = None
+    timezone: str | None = None
+
+
+def list_tasks(organization_id: uuid.UUID, query: TaskFilters) -> Page[CrmTask]:
     conditions = [CrmTask.organization_id == organization_id, CrmTask.deleted_at.is_(None)]
     for name in (
         "owner_id",
@@ -152,7 +177,7 @@ def list_tasks(organization_id: uuid.UUID, query: Any) -> Page[CrmTask]:
     if end is not None:
         conditions.append(CrmTask.due_date < end)
     if query.search:
-        conditions.append(CrmTask.title.ilike(like_pattern(query.search), escape="\\"))
+        conditions.append(CrmTask.title.ilike(contains_pattern(query.search), escape=LIKE_ESCAPE))
     # Soonest due first (undated last), then newest.
     statement = (
         select(CrmTask)

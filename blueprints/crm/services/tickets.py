@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 import uuid
+from dataclasses import dataclass
+from datetime import date
 from typing import Any
 
 import nh3
@@ -13,16 +15,18 @@ from sqlalchemy.orm import selectinload
 
 from blueprints.crm.models import CrmProject, Ticket, TicketConversation, TicketStateChange, TicketType
 from blueprints.crm.services.common import (
+    check_conversations,
+    check_members,
     check_refs,
-    like_pattern,
     local_range,
     next_ticket_number,
-    scoped,
 )
 from core.db import db, utcnow
 from core.errors import not_found
 from core.events import publish
 from core.pagination import Page, paginate
+from core.tenancy import get_for_org
+from core.text import LIKE_ESCAPE, contains_pattern
 
 TICKET_LOAD = (selectinload(Ticket.conversations),)
 
@@ -77,7 +81,7 @@ def _event(ticket: Ticket, change: str) -> None:
             "title": ticket.title,
             "state": ticket.state,
             "priority": ticket.priority,
-            "assignee_member_id": str(ticket.assignee_member_id) if ticket.assignee_member_id else None,
+            "assignee_member_id": ticket.assignee_member_id,
             "change": change,
         },
     )
@@ -106,7 +110,7 @@ def _set_state(ticket: Ticket, state: str, actor: str | None) -> bool:
     return True
 
 
-def _set_assignee(ticket: Ticket, member_id: uuid.UUID | None, assigned_by: uuid.UUID | None) -> None:
+def _set_assignee(ticket: Ticket, member_id: str | None, assigned_by: str | None) -> None:
     ticket.assignee_member_id = member_id
     ticket.assigned_by = assigned_by if member_id else None
     ticket.assigned_at = utcnow() if member_id else None
@@ -126,6 +130,8 @@ def _set_conversations(ticket: Ticket, conversation_ids: list[str]) -> None:
 
 
 def create_ticket(organization_id: uuid.UUID, fields: dict[str, Any], actor: str | None = None) -> Ticket:
+    """``fields``: title, source and optionally priority, body_html, requester_id, assignee_member_id (a
+    member id), account_id, project_id, ticket_type_id, channel, conversation_ids."""
     check_refs(
         organization_id,
         contact_id=fields.get("requester_id"),
@@ -133,6 +139,8 @@ def create_ticket(organization_id: uuid.UUID, fields: dict[str, Any], actor: str
         project_id=fields.get("project_id"),
         ticket_type_id=fields.get("ticket_type_id"),
     )
+    check_members(organization_id, {"assignee_member_id": fields.get("assignee_member_id")})
+    check_conversations(organization_id, fields.get("conversation_ids") or [])
     number, prefix = next_ticket_number(organization_id)
     now = utcnow()
     ticket = Ticket(
@@ -159,7 +167,6 @@ def create_ticket(organization_id: uuid.UUID, fields: dict[str, Any], actor: str
     db.session.flush()
     _record_state(ticket, None, actor)
     _event(ticket, "created")
-    db.session.commit()
     return get_ticket(organization_id, ticket.id)
 
 
@@ -174,6 +181,10 @@ def update_ticket(
         project_id=changes.get("project_id"),
         ticket_type_id=changes.get("ticket_type_id"),
     )
+    if "assignee_member_id" in changes:
+        check_members(organization_id, {"assignee_member_id": changes["assignee_member_id"]})
+    if changes.get("conversation_ids") is not None:
+        check_conversations(organization_id, changes["conversation_ids"])
     for name in ("title", "priority"):
         if changes.get(name) is not None:
             setattr(ticket, name, changes[name])
@@ -190,21 +201,21 @@ def update_ticket(
         _set_state(ticket, changes["state"], actor)
     ticket.updated_at = utcnow()
     _event(ticket, "updated")
-    db.session.commit()
     return get_ticket(organization_id, ticket.id)
 
 
 def assign_ticket(
     organization_id: uuid.UUID,
     ticket_id: uuid.UUID,
-    member_id: uuid.UUID | None,
-    assigned_by: uuid.UUID | None,
+    member_id: str | None,
+    assigned_by: str | None,
 ) -> Ticket:
+    """Assign to a member (``None`` unassigns); both ids must name members of the organization."""
     ticket = get_ticket(organization_id, ticket_id)
+    check_members(organization_id, {"assignee_member_id": member_id, "assigned_by": assigned_by})
     _set_assignee(ticket, member_id, assigned_by)
     ticket.updated_at = utcnow()
     _event(ticket, "assigned")
-    db.session.commit()
     return get_ticket(organization_id, ticket.id)
 
 
@@ -216,7 +227,6 @@ def change_state(
     if _set_state(ticket, state, actor):
         ticket.updated_at = utcnow()
         _event(ticket, "state")
-        db.session.commit()
     return get_ticket(organization_id, ticket.id)
 
 
@@ -231,7 +241,26 @@ def state_history(organization_id: uuid.UUID, ticket_id: uuid.UUID) -> list[Tick
     )
 
 
-def list_tickets(organization_id: uuid.UUID, query: Any) -> Page[Ticket]:
+@dataclass(frozen=True)
+class TicketFilters:
+    """What a ticket list is narrowed by (every field optional)."""
+
+    limit: int = 100
+    offset: int = 0
+    state: str | None = None
+    priority: str | None = None
+    assignee_member_id: str | None = None
+    unassigned: bool | None = None
+    requester_id: uuid.UUID | None = None
+    account_id: uuid.UUID | None = None
+    project_id: uuid.UUID | None = None
+    search: str | None = None
+    created_after: date | None = None
+    created_before: date | None = None
+    timezone: str | None = None
+
+
+def list_tickets(organization_id: uuid.UUID, query: TicketFilters) -> Page[Ticket]:
     conditions = [Ticket.organization_id == organization_id]
     for name in ("state", "priority", "assignee_member_id", "requester_id", "account_id", "project_id"):
         value = getattr(query, name)
@@ -242,9 +271,12 @@ def list_tickets(organization_id: uuid.UUID, query: Any) -> Page[Ticket]:
     elif query.unassigned is False:
         conditions.append(Ticket.assignee_member_id.is_not(None))
     if query.search:
-        pattern = like_pattern(query.search)
+        pattern = contains_pattern(query.search)
         conditions.append(
-            or_(Ticket.title.ilike(pattern, escape="\\"), Ticket.reference.ilike(pattern, escape="\\"))
+            or_(
+                Ticket.title.ilike(pattern, escape=LIKE_ESCAPE),
+                Ticket.reference.ilike(pattern, escape=LIKE_ESCAPE),
+            )
         )
     start, end = local_range(query.created_after, query.created_before, query.timezone)
     if start is not None:
@@ -274,17 +306,17 @@ def list_named(organization_id: uuid.UUID, kind: str) -> list[Any]:
     )
 
 
-def create_named(organization_id: uuid.UUID, kind: str, fields: dict[str, Any]) -> Any:
+def create_named(organization_id: uuid.UUID, kind: str, name: str, description: str | None) -> Any:
     model, _ = NAMED[kind]
-    item = model(organization_id=organization_id, name=fields["name"], description=fields.get("description"))
+    item = model(organization_id=organization_id, name=name, description=description)
     db.session.add(item)
-    db.session.commit()
+    db.session.flush()
     return item
 
 
 def get_named(organization_id: uuid.UUID, kind: str, item_id: uuid.UUID) -> Any:
     model, resource = NAMED[kind]
-    return scoped(model, organization_id, item_id, resource)
+    return get_for_org(model, item_id, organization_id, resource)
 
 
 def update_named(organization_id: uuid.UUID, kind: str, item_id: uuid.UUID, changes: dict[str, Any]) -> Any:
@@ -293,7 +325,7 @@ def update_named(organization_id: uuid.UUID, kind: str, item_id: uuid.UUID, chan
         item.name = changes["name"]
     if "description" in changes:
         item.description = changes["description"]
-    db.session.commit()
+    db.session.flush()
     return item
 
 
@@ -301,4 +333,3 @@ def delete_named(organization_id: uuid.UUID, kind: str, item_id: uuid.UUID) -> N
     """Tickets that pointed at it keep existing with the field cleared (ON DELETE SET NULL)."""
     item = get_named(organization_id, kind, item_id)
     db.session.delete(item)
-    db.session.commit()

@@ -22,6 +22,10 @@ MIN_YEAR, MAX_YEAR = 1900, 2999
 
 
 _MAX_TEXT_DEPTH = 64
+# Bounds of free-form JSON in request bodies (a field whose model says nothing tighter): no list longer
+# than MAX_LIST_ITEMS, no object with more than MAX_OBJECT_KEYS keys. Fields that need more declare it.
+MAX_LIST_ITEMS = 1000
+MAX_OBJECT_KEYS = 200
 
 
 def unstorable_reason(text: str) -> str | None:
@@ -36,11 +40,16 @@ def unstorable_reason(text: str) -> str | None:
 
 
 def find_unstorable_text(value: Any, depth: int = 0) -> str | None:
-    """The first reason any string inside ``value`` (keys included) cannot be stored, or None."""
+    """The first reason ``value`` cannot be stored as sent, or None: a string (keys included) with NUL or
+    a lone surrogate, nesting deeper than 64 levels, a list or object beyond the free-form bounds."""
     if isinstance(value, str):
         return unstorable_reason(value)
     if depth > _MAX_TEXT_DEPTH:
         return f"must not be nested more than {_MAX_TEXT_DEPTH} levels deep"
+    if isinstance(value, list | tuple) and len(value) > MAX_LIST_ITEMS:
+        return f"at most {MAX_LIST_ITEMS} items"
+    if isinstance(value, dict) and len(value) > MAX_OBJECT_KEYS:
+        return f"at most {MAX_OBJECT_KEYS} keys"
     if isinstance(value, dict):
         for key, item in value.items():
             found = find_unstorable_text(key, depth + 1) or find_unstorable_text(item, depth + 1)

@@ -1,5 +1,6 @@
-"""``channels connect`` (connect a WhatsApp number, Instagram account or Facebook Page), ``channels list``
-and ``channels simulate-inbound`` (a message from a contact, for simulator addresses)."""
+"""``channels connect`` (connect a WhatsApp number, Instagram account or Facebook Page), ``channels list``,
+``channels simulate-inbound`` (a message from a contact, for simulator addresses) and ``webhooks
+dead-letters`` (inbound items that could not be stored, those of no known organization included)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,11 @@ import click
 from flask import current_app
 from flask.cli import AppGroup
 
-from blueprints.channels import services
+from blueprints.channels import dead_letters, services
+from blueprints.channels.inbound import Poison
 from blueprints.channels.models import PROVIDERS, SERVICES
 from blueprints.channels.providers import uses_simulator
-from blueprints.channels.schemas import AddressOut
+from blueprints.channels.schemas import AddressOut, DeadLetterOut
 from core.environments import ENVIRONMENTS, LIVE, in_environment
 from core.errors import ApiError
 
@@ -133,8 +135,47 @@ def simulate_inbound_command(
             raise click.ClickException(
                 "only simulator addresses (or the sandbox) can simulate inbound messages"
             )
-        simulate_inbound(record.service, record.address, sender, text, name)
+        try:
+            simulate_inbound(record.service, record.address, sender, text, name)
+        except Poison as refused:
+            raise click.ClickException(f"--{refused}") from None
     click.echo(f"inbound message from {sender} stored")
 
 
-COMMANDS = (channels_cli,)
+webhooks_cli = AppGroup("webhooks", help="Provider webhook deliveries.")
+
+
+@webhooks_cli.command("dead-letters")
+@click.option("--org", "org_id", default=None, help="Only this organization's.")
+@click.option("--unassigned", is_flag=True, help="Only those whose organization is unknown.")
+@click.option("--limit", default=100, show_default=True, type=click.IntRange(1, 10_000))
+@click.option("--env", "environment", type=click.Choice(list(ENVIRONMENTS)), default=LIVE, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON array.")
+def dead_letters_command(
+    org_id: str | None, unassigned: bool, limit: int, environment: str, as_json: bool
+) -> None:
+    """Inbound items that could not be stored, newest first. Those whose organization could not be
+    determined (organization null) are visible only here."""
+    if org_id and unassigned:
+        raise click.ClickException("--org and --unassigned exclude each other")
+    organization_id = _organization_id(org_id) if org_id else None
+    app = current_app._get_current_object()  # type: ignore[attr-defined]
+    with in_environment(app, environment):
+        rows = [
+            DeadLetterOut.model_validate(row).model_dump(mode="json")
+            for row in dead_letters.list_for_operators(
+                organization_id=organization_id, unassigned=unassigned, limit=limit
+            )
+        ]
+    if as_json:
+        click.echo(json.dumps(rows))
+        return
+    for row in rows:
+        click.echo(
+            f"{row['received_at']}  {row['organization_id'] or '-':<36}  {row['service'] or '-':<9}  "
+            f"{row['organization_address'] or '-':<20}  {row['reason']}"
+        )
+        click.echo(f"    {row['raw'][:200]}")
+
+
+COMMANDS = (channels_cli, webhooks_cli)

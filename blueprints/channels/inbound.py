@@ -8,13 +8,21 @@ Inbound events flow one way: channels parse them and hand them over through the 
 hook; the messaging area connects the receiver that stores them (channels never import messaging). A
 delivery is handed over one item (one ``entry`` of Meta's payload) at a time, and the receiver makes
 each item durable on its own, so one bad item never drops the good ones of its batch.
+
+The edge of the webhook (docs/channels.md, "What is cleaned or refused"): every string of a message or
+status is cleaned (NUL removed, lone UTF-16 surrogates replaced with U+FFFD), because PostgreSQL can store
+neither and one such character used to fail the whole delivery. A message or status that cannot be
+stored as it is (no id, a ``from`` that is not a phone number, a timestamp that is not a Unix time, text
+that is not a string, nesting deeper than :data:`MAX_DEPTH`) is not an event: it becomes a
+:class:`Rejected` item, which the webhook records in the dead letters.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from core.hooks import hook
@@ -31,6 +39,16 @@ MEDIA_KINDS = {
     "sticker": "image",
 }
 ATTACHMENT_KINDS = {"image": "image", "video": "video", "audio": "audio", "file": "document"}
+# Meta's payloads are about 6 levels deep; anything much deeper is not Meta's and is refused per item.
+MAX_DEPTH = 32
+ID_LIMIT = 255  # messages.external_id / reply_to
+ADDRESS_LIMIT = 64  # contact addresses and provider ids
+NAME_LIMIT = 200  # messaging_contacts.name
+# A timestamp further ahead than this is not a clock difference: it would keep a window open for years.
+FUTURE_LIMIT = timedelta(days=1)
+_SURROGATES = re.compile("[\ud800-\udfff]")
+_WA_ID = re.compile(r"\+?\d{5,15}")
+_PHONE_PUNCTUATION = re.compile(r"[\s().-]")
 
 
 @dataclass(frozen=True)
@@ -45,6 +63,7 @@ class InboundMessage:
     content: dict[str, Any]
     direction: str = "incoming"  # "outgoing" for Instagram/Messenger echoes of the Page's own sends
     reply_to: str | None = None
+    raw: Any = field(default=None, compare=False, repr=False)  # the item as received, for dead letters
 
 
 @dataclass(frozen=True)
@@ -55,6 +74,7 @@ class StatusUpdate:
     status: str
     timestamp: datetime
     error: dict[str, Any] | None = None
+    raw: Any = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -68,9 +88,24 @@ class WatermarkUpdate:
     status: str
     watermark: datetime
     external_ids: tuple[str, ...] = ()
+    raw: Any = field(default=None, compare=False, repr=False)
 
 
 Event = InboundMessage | StatusUpdate | WatermarkUpdate
+
+
+class Poison(ValueError):
+    """A message or status that cannot be stored as it is; the text says why (a dead letter's reason)."""
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """A message or status refused at the edge: recorded as a dead letter, never stored as an event."""
+
+    service: str
+    organization_address: str | None
+    reason: str
+    raw: Any
 
 
 @dataclass
@@ -79,6 +114,7 @@ class ParsedDelivery:
     ignored: list[str] = field(default_factory=list)
     # ``events`` cut into the delivery's items (one per ``entry``), in order; each item is stored on its own
     items: list[list[Event]] = field(default_factory=list)
+    rejected: list[Rejected] = field(default_factory=list)
 
 
 @dataclass
@@ -90,6 +126,7 @@ class DeliveryReport:
     statuses_applied: int = 0
     statuses_waiting: int = 0
     unknown_addresses: set[tuple[str, str]] = field(default_factory=set)
+    dead_letters: int = 0
 
     def add(self, other: DeliveryReport) -> None:
         self.messages_created += other.messages_created
@@ -97,6 +134,7 @@ class DeliveryReport:
         self.statuses_applied += other.statuses_applied
         self.statuses_waiting += other.statuses_waiting
         self.unknown_addresses |= other.unknown_addresses
+        self.dead_letters += other.dead_letters
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -105,6 +143,7 @@ class DeliveryReport:
             "statuses_applied": self.statuses_applied,
             "statuses_waiting": self.statuses_waiting,
             "unknown_addresses": sorted(f"{s}:{a}" for s, a in self.unknown_addresses),
+            "dead_letters": self.dead_letters,
         }
 
 
@@ -114,51 +153,104 @@ inbound_events = hook(
 )
 
 
+class NoReceiver(RuntimeError):
+    """Nothing is connected to store inbound events: refuse, so the provider delivers them again."""
+
+
 def hand_over(events: list[Event]) -> DeliveryReport:
     """Give one item's events to the receivers (the messaging area) and sum what they report."""
     report = DeliveryReport()
     if not events:
         return report
-    answers = inbound_events.answers(events=events)
-    if not answers:
+    if not inbound_events.receivers:
         # nothing would store them: fail, so the provider delivers them again once a receiver is connected
-        raise RuntimeError(
+        raise NoReceiver(
             f"no receiver is connected to {inbound_events.name}: {len(events)} events not stored"
         )
-    for answer in answers:
+    for answer in inbound_events.answers(events=events):
         if isinstance(answer, DeliveryReport):
             report.add(answer)
     return report
 
 
-def hand_over_delivery(parsed: ParsedDelivery) -> DeliveryReport:
-    report = DeliveryReport()
-    for item in parsed.items:
-        report.add(hand_over(item))
-    return report
+def clean_text(text: str) -> str:
+    """NUL removed and lone surrogates replaced with U+FFFD: what PostgreSQL (and UTF-8) can store."""
+    if "\x00" in text:
+        text = text.replace("\x00", "")
+    return _SURROGATES.sub("\ufffd", text)
+
+
+def clean(value: Any, depth: int = 0) -> Any:
+    """A copy of a JSON value with every string (keys included) cleaned; :class:`Poison` when nested
+    deeper than :data:`MAX_DEPTH`."""
+    if depth > MAX_DEPTH:
+        raise Poison(f"nested deeper than {MAX_DEPTH} levels")
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, dict):
+        return {clean_text(str(k)): clean(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [clean(v, depth + 1) for v in value]
+    return value
+
+
+def _timestamp(value: Any, divisor: int, field_name: str) -> datetime:
+    """A Unix time in seconds (WhatsApp) or milliseconds (Instagram/Messenger, ``divisor`` 1000). Missing:
+    now, as before; anything else that is not a Unix time a datetime can hold is :class:`Poison`."""
+    if value is None or value == "":
+        return datetime.now(UTC)
+    text = str(value).strip()
+    if isinstance(value, bool) or not text.isdigit():
+        raise Poison(f"{field_name}: not a Unix time")
+    try:
+        stamp = datetime.fromtimestamp(int(text) / divisor, UTC)
+    except (OverflowError, ValueError, OSError):
+        raise Poison(f"{field_name}: not a Unix time") from None
+    if stamp > datetime.now(UTC) + FUTURE_LIMIT:
+        raise Poison(f"{field_name}: more than a day in the future")
+    return stamp
 
 
 def from_seconds(value: Any) -> datetime:
-    try:
-        return datetime.fromtimestamp(int(str(value)), UTC)
-    except (TypeError, ValueError):
-        return datetime.now(UTC)
+    return _timestamp(value, 1, "timestamp")
 
 
 def from_millis(value: Any) -> datetime:
-    try:
-        return datetime.fromtimestamp(int(str(value)) / 1000, UTC)
-    except (TypeError, ValueError):
-        return datetime.now(UTC)
+    return _timestamp(value, 1000, "timestamp")
+
+
+def _required_id(value: Any, field_name: str, limit: int = ID_LIMIT) -> str:
+    text = str(value).strip() if isinstance(value, str | int) and not isinstance(value, bool) else ""
+    if not text:
+        raise Poison(f"{field_name}: missing")
+    if len(text) > limit:
+        raise Poison(f"{field_name}: longer than {limit} characters")
+    return text
+
+
+def _optional_id(value: Any) -> str | None:
+    # a reference we merely keep (the message replied to): dropped rather than refusing the message
+    return value if isinstance(value, str) and 0 < len(value) <= ID_LIMIT else None
+
+
+def _name(value: Any) -> str | None:
+    if not isinstance(value, str):
+        return None
+    return value.strip()[:NAME_LIMIT] or None  # a longer profile name is cut, never refused
 
 
 def whatsapp_contact_address(wa_id: str) -> str:
-    """E.164 with the Mexican ``521`` / Argentine ``549`` quirks folded, so one person is one contact."""
+    """E.164 with the Mexican ``521`` / Argentine ``549`` quirks folded, so one person is one contact.
+
+    A WhatsApp id is 5 to 15 digits; anything else (``"abc"`` used to become the contact ``+``) raises
+    :class:`Poison`. Digits that ``phonenumbers`` does not know are kept as ``+<digits>``."""
+    text = _PHONE_PUNCTUATION.sub("", str(wa_id))
+    if not _WA_ID.fullmatch(text):
+        raise Poison("from: not a phone number")
     try:
-        return normalize_phone(wa_id)
+        return normalize_phone(text)
     except InvalidPhoneNumber:
-        digits = "".join(ch for ch in str(wa_id) if ch.isdigit())
-        return f"+{digits}"
+        return "+" + text.lstrip("+")
 
 
 def parse(payload: Any) -> ParsedDelivery:
@@ -176,76 +268,142 @@ def parse(payload: Any) -> ParsedDelivery:
             for change in _list(entry.get("changes")):
                 _whatsapp_change(change, parsed)
         else:
-            page_id = str(entry.get("id", ""))
+            page_id = _address(entry.get("id"))
             for item in _list(entry.get("messaging")):
-                _messaging_item(service, page_id, item, parsed)
+                try:
+                    _messaging_item(service, page_id, clean(item), item, parsed)
+                except Exception as error:  # any unreadable item is one dead letter, never a failed delivery
+                    parsed.rejected.append(Rejected(service, page_id or None, _reason(error), item))
         if len(parsed.events) > first:
             parsed.items.append(parsed.events[first:])
     return parsed
+
+
+def _reason(error: Exception) -> str:
+    """A dead letter's reason: the rule a refused item broke, or what an unexpected shape raised."""
+    if isinstance(error, Poison):
+        return str(error)
+    log.warning("webhook item not readable", exc_info=error)
+    return f"unreadable item ({type(error).__name__}: {error})"[:500]
 
 
 def _list(value: Any) -> list[dict[str, Any]]:
     return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 
 
+def _address(value: Any) -> str:
+    """The organization address a delivery names (an id we look up, never stored when unknown)."""
+    if not isinstance(value, str | int) or isinstance(value, bool):
+        return ""
+    text = clean_text(str(value)).strip()
+    return text if len(text) <= ADDRESS_LIMIT else ""
+
+
 def _whatsapp_change(change: dict[str, Any], parsed: ParsedDelivery) -> None:
     if change.get("field") != "messages":
         parsed.ignored.append(f"field {change.get('field')!r}")
         return
-    value = change.get("value") or {}
-    address = str((value.get("metadata") or {}).get("phone_number_id", ""))
-    names = {str(c.get("wa_id")): (c.get("profile") or {}).get("name") for c in _list(value.get("contacts"))}
-    for message in _list(value.get("messages")):
-        content = _whatsapp_content(message)
-        if content is None:
+    value = change.get("value") if isinstance(change.get("value"), dict) else {}
+    metadata = value.get("metadata") if isinstance(value.get("metadata"), dict) else {}
+    address = _address(metadata.get("phone_number_id"))
+    names: dict[str, str | None] = {}
+    for contact in _list(value.get("contacts")):
+        profile = contact.get("profile") if isinstance(contact.get("profile"), dict) else {}
+        names[str(contact.get("wa_id"))] = (
+            _name(clean_text(profile["name"])) if _is_text(profile, "name") else None
+        )
+    for raw in _list(value.get("messages")):
+        try:
+            message = clean(raw)
+            event = _whatsapp_message(address, message, names)
+        except Exception as error:  # any unreadable item is one dead letter, never a failed delivery
+            parsed.rejected.append(Rejected("whatsapp", address or None, _reason(error), raw))
+            continue
+        if event is None:
             parsed.ignored.append(f"message type {message.get('type')!r}")
             continue
-        wa_id = str(message.get("from", ""))
-        parsed.events.append(
-            InboundMessage(
-                service="whatsapp",
-                organization_address=address,
-                external_id=str(message.get("id", "")),
-                contact_address=whatsapp_contact_address(wa_id),
-                provider_contact_id=wa_id,
-                contact_name=names.get(wa_id),
-                timestamp=from_seconds(message.get("timestamp")),
-                content=content,
-                reply_to=(message.get("context") or {}).get("id"),
-            )
-        )
-    for status in _list(value.get("statuses")):
-        errors = _list(status.get("errors"))
-        error = None
-        if errors:
-            first = errors[0]
-            error = {
-                "code": first.get("code"),
-                "title": first.get("title") or first.get("message"),
-                "details": (first.get("error_data") or {}).get("details") or first.get("message"),
-                "provider": "meta",
-            }
-        parsed.events.append(
-            StatusUpdate(
-                service="whatsapp",
-                organization_address=address,
-                external_id=str(status.get("id", "")),
-                status=str(status.get("status", "")),
-                timestamp=from_seconds(status.get("timestamp")),
-                error=error,
-            )
-        )
+        parsed.events.append(event)
+    for raw in _list(value.get("statuses")):
+        try:
+            parsed.events.append(_whatsapp_status(address, clean(raw), raw))
+        except Exception as error:  # any unreadable item is one dead letter, never a failed delivery
+            parsed.rejected.append(Rejected("whatsapp", address or None, _reason(error), raw))
     for error in _list(value.get("errors")):  # system-level errors carry no message id
         log.warning("WhatsApp system error on %s: %s", address, error)
         parsed.ignored.append(f"system error {error.get('code')}")
 
 
+def _is_text(container: dict[str, Any], key: str) -> bool:
+    return isinstance(container.get(key), str)
+
+
+def _whatsapp_message(
+    address: str, message: dict[str, Any], names: dict[str, str | None]
+) -> InboundMessage | None:
+    external_id = _required_id(message.get("id"), "id")
+    wa_id = str(message.get("from", ""))
+    contact_address = whatsapp_contact_address(wa_id)
+    timestamp = from_seconds(message.get("timestamp"))
+    content = _whatsapp_content(message)
+    if content is None:
+        return None
+    context = message.get("context") if isinstance(message.get("context"), dict) else {}
+    return InboundMessage(
+        service="whatsapp",
+        organization_address=address,
+        external_id=external_id,
+        contact_address=contact_address,
+        provider_contact_id=wa_id.strip().lstrip("+"),
+        contact_name=names.get(wa_id),
+        timestamp=timestamp,
+        content=content,
+        reply_to=_optional_id(context.get("id")),
+        raw=message,
+    )
+
+
+def _whatsapp_status(address: str, status: dict[str, Any], raw: dict[str, Any]) -> StatusUpdate:
+    external_id = _required_id(status.get("id"), "id")
+    if not _is_text(status, "status"):
+        raise Poison("status: missing")
+    errors = _list(status.get("errors"))
+    error = None
+    if errors:
+        first = errors[0]
+        error_data = first.get("error_data") if isinstance(first.get("error_data"), dict) else {}
+        error = {
+            "code": first.get("code"),
+            "title": first.get("title") or first.get("message"),
+            "details": error_data.get("details") or first.get("message"),
+            "provider": "meta",
+        }
+    return StatusUpdate(
+        service="whatsapp",
+        organization_address=address,
+        external_id=external_id,
+        status=status["status"],
+        timestamp=from_seconds(status.get("timestamp")),
+        error=error,
+        raw=raw,
+    )
+
+
+def _text_field(container: Any, key: str, default: str | None = "") -> str | None:
+    """A text a message carries; :class:`Poison` when it is there but not a string."""
+    if not isinstance(container, dict) or container.get(key) is None:
+        return default
+    value = container[key]
+    if not isinstance(value, str):
+        raise Poison(f"{key}: not a string")
+    return value
+
+
 def _whatsapp_content(message: dict[str, Any]) -> dict[str, Any] | None:
     kind = message.get("type")
     if kind == "text":
-        return {"kind": "text", "text": (message.get("text") or {}).get("body", "")}
+        return {"kind": "text", "text": _text_field(message.get("text"), "body")}
     if kind in MEDIA_KINDS:
-        media = message.get(kind) or {}
+        media = message.get(kind) if isinstance(message.get(kind), dict) else {}
         file = {
             "uri": media.get("url") or media.get("link"),
             "mime_type": media.get("mime_type"),
@@ -255,7 +413,7 @@ def _whatsapp_content(message: dict[str, Any]) -> dict[str, Any] | None:
             file["filename"] = media["filename"]
         if media.get("sha256"):
             file["sha256"] = media["sha256"]
-        return {"kind": MEDIA_KINDS[kind], "text": media.get("caption"), "file": file}
+        return {"kind": MEDIA_KINDS[kind], "text": _text_field(media, "caption", None), "file": file}
     if kind == "location":
         location = message.get("location") or {}
         return {
@@ -265,69 +423,92 @@ def _whatsapp_content(message: dict[str, Any]) -> dict[str, Any] | None:
             },
         }
     if kind == "button":
-        return {"kind": "text", "text": (message.get("button") or {}).get("text", "")}
+        return {"kind": "text", "text": _text_field(message.get("button"), "text")}
     if kind == "interactive":
-        interactive = message.get("interactive") or {}
+        interactive = message.get("interactive") if isinstance(message.get("interactive"), dict) else {}
         reply = interactive.get("button_reply") or interactive.get("list_reply") or {}
-        return {"kind": "text", "text": reply.get("title", "")}
+        return {"kind": "text", "text": _text_field(reply, "title")}
     return None  # reactions, unsupported, system and ephemeral messages are not conversation content
 
 
-def _messaging_item(service: str, page_id: str, item: dict[str, Any], parsed: ParsedDelivery) -> None:
-    sender = str((item.get("sender") or {}).get("id", ""))
-    recipient = str((item.get("recipient") or {}).get("id", ""))
-    timestamp = from_millis(item.get("timestamp"))
+def _messaging_item(
+    service: str, page_id: str, item: dict[str, Any], raw: dict[str, Any], parsed: ParsedDelivery
+) -> None:
+    """One Instagram/Messenger ``messaging`` item, already cleaned (``raw``: as received)."""
+    sender = str((item.get("sender") or {}).get("id", "")) if isinstance(item.get("sender"), dict) else ""
+    recipient = (
+        str((item.get("recipient") or {}).get("id", "")) if isinstance(item.get("recipient"), dict) else ""
+    )
     if "message" in item:
-        message = item.get("message") or {}
+        message = item.get("message") if isinstance(item.get("message"), dict) else {}
         if message.get("is_deleted") or message.get("is_unsupported"):
             parsed.ignored.append("deleted or unsupported message")
             return
         echo = bool(message.get("is_echo"))
-        contact = recipient if echo else sender
+        contact = _required_id(
+            recipient if echo else sender, "recipient.id" if echo else "sender.id", ADDRESS_LIMIT
+        )
+        external_id = _required_id(message.get("mid"), "message.mid")
+        timestamp = from_millis(item.get("timestamp"))
         content = _attachment_content(message)
         if content is None:
             parsed.ignored.append("message without supported content")
             return
+        reply_to = message.get("reply_to") if isinstance(message.get("reply_to"), dict) else {}
         parsed.events.append(
             InboundMessage(
                 service=service,
                 organization_address=page_id,
-                external_id=str(message.get("mid", "")),
+                external_id=external_id,
                 contact_address=contact,
                 provider_contact_id=contact,
                 contact_name=None,
                 timestamp=timestamp,
                 content=content,
                 direction="outgoing" if echo else "incoming",
-                reply_to=(message.get("reply_to") or {}).get("mid"),
+                reply_to=_optional_id(reply_to.get("mid")),
+                raw=raw,
             )
         )
     elif "postback" in item:
-        postback = item.get("postback") or {}
+        postback = item.get("postback") if isinstance(item.get("postback"), dict) else {}
+        sender = _required_id(sender, "sender.id", ADDRESS_LIMIT)
+        timestamp = from_millis(item.get("timestamp"))
+        external_id = _required_id(postback.get("mid") or f"postback.{sender}.{item.get('timestamp')}", "mid")
+        text = _text_field(postback, "title", None) or _text_field(postback, "payload") or ""
         parsed.events.append(
             InboundMessage(
                 service=service,
                 organization_address=page_id,
-                external_id=str(postback.get("mid") or f"postback.{sender}.{item.get('timestamp')}"),
+                external_id=external_id,
                 contact_address=sender,
                 provider_contact_id=sender,
                 contact_name=None,
                 timestamp=timestamp,
-                content={"kind": "text", "text": postback.get("title") or postback.get("payload") or ""},
+                content={"kind": "text", "text": text},
+                raw=raw,
             )
         )
     elif "delivery" in item or "read" in item:
         status = "delivered" if "delivery" in item else "read"
-        detail = item.get("delivery") or item.get("read") or {}
-        mids = tuple(str(m) for m in detail.get("mids") or ([detail["mid"]] if detail.get("mid") else []))
-        watermark = from_millis(detail["watermark"]) if detail.get("watermark") else timestamp
-        parsed.events.append(WatermarkUpdate(service, page_id, sender, status, watermark, mids))
+        sender = _required_id(sender, "sender.id", ADDRESS_LIMIT)
+        detail = item.get("delivery") or item.get("read")
+        detail = detail if isinstance(detail, dict) else {}
+        listed = detail.get("mids") if isinstance(detail.get("mids"), list) else []
+        mids = tuple(str(m) for m in listed or ([detail["mid"]] if detail.get("mid") else []))
+        mids = tuple(m for m in mids if 0 < len(m) <= ID_LIMIT)
+        watermark = (
+            from_millis(detail["watermark"])
+            if detail.get("watermark")
+            else from_millis(item.get("timestamp"))
+        )
+        parsed.events.append(WatermarkUpdate(service, page_id, sender, status, watermark, mids, raw=raw))
     else:
         parsed.ignored.append("messaging event without message, postback, delivery or read")
 
 
 def _attachment_content(message: dict[str, Any]) -> dict[str, Any] | None:
-    text = message.get("text")
+    text = _text_field(message, "text", None)
     for attachment in _list(message.get("attachments")):
         kind = ATTACHMENT_KINDS.get(str(attachment.get("type")))
         payload = attachment.get("payload") or {}

@@ -18,7 +18,7 @@ from flask import current_app
 
 from blueprints.channels.crypto import decrypt_token
 from blueprints.channels.models import OrganizationAddress
-from blueprints.channels.providers import OutboundMessage, ProviderError, SendResult, Template
+from blueprints.channels.providers import OutboundMessage, PastSend, ProviderError, SendResult, Template
 
 log = logging.getLogger(__name__)
 
@@ -189,3 +189,8 @@ class MetaProvider:
 
     def after_send(self, address: OrganizationAddress, message: OutboundMessage, result: SendResult) -> None:
         return None  # statuses arrive by webhook
+
+    def lookup_send(self, address: OrganizationAddress, reference: str) -> PastSend:
+        # The Graph API cannot find a message by anything of ours: the outcome of an interrupted send is
+        # unknown, and re-sending could reach the person twice.
+        return PastSend(seen=None)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import ForeignKey, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from core.db import JSONType, TimestampMixin, UUIDPrimaryKeyMixin, db
+from core.db import JSONType, TimestampMixin, UUIDPrimaryKeyMixin, db, utcnow
 
 SERVICES = ("whatsapp", "instagram", "messenger")
 PROVIDERS = ("meta", "simulator")
@@ -48,3 +49,25 @@ class OrganizationAddress(UUIDPrimaryKeyMixin, TimestampMixin, db.Model):
     @property
     def can_send(self) -> bool:
         return self.status in SENDABLE_STATUSES
+
+
+class DeadLetter(UUIDPrimaryKeyMixin, db.Model):
+    """An inbound item (one message or status of a provider delivery) that could not be stored.
+
+    ``raw`` is the item as received, as ASCII JSON text (a NUL or a lone surrogate stays an escape, so the
+    text itself can always be stored), cut at ``RAW_LIMIT`` characters (``raw_truncated``). An item whose
+    organization could not be determined has ``organization_id`` null: only operators see it (CLI).
+    """
+
+    __tablename__ = "webhook_dead_letters"
+
+    organization_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("organizations.id", ondelete="CASCADE"), index=True
+    )
+    received_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
+    source: Mapped[str] = mapped_column(String(32))
+    service: Mapped[str | None] = mapped_column(String(16))
+    organization_address: Mapped[str | None] = mapped_column(String(64))
+    reason: Mapped[str] = mapped_column(String(500))
+    raw: Mapped[str] = mapped_column(Text)
+    raw_truncated: Mapped[bool] = mapped_column(default=False)

@@ -40,12 +40,23 @@ class OutboundMessage:
     template_language: str | None = None
     template_components: list[dict[str, Any]] = field(default_factory=list)
     reply_to: str | None = None
+    reference: str | None = None  # our message id, so a provider that can tell finds the send again
 
 
 @dataclass(frozen=True)
 class SendResult:
     external_id: str
     provider_status: str | None = None  # Meta's messages[0].message_status, when given
+
+
+@dataclass(frozen=True)
+class PastSend:
+    """What a provider knows of a send we may have made (:meth:`Provider.lookup_send`): ``seen`` True with
+    its ``result``, False when it never received it (a re-send cannot duplicate), None when it cannot tell
+    (Meta has no lookup by our id)."""
+
+    seen: bool | None
+    result: SendResult | None = None
 
 
 @dataclass(frozen=True)
@@ -146,6 +157,11 @@ class Provider(Protocol):
 
     def after_send(self, address: OrganizationAddress, message: OutboundMessage, result: SendResult) -> None:
         """Called once the sent message is committed (the simulator schedules its status updates)."""
+        ...
+
+    def lookup_send(self, address: OrganizationAddress, reference: str) -> PastSend:
+        """Whether the provider received the send whose ``OutboundMessage.reference`` is ``reference``;
+        used to reconcile a send whose process died between ``send.pending`` and the provider's answer."""
         ...
 
 

@@ -1,14 +1,18 @@
-"""Wire shapes of organization addresses: each declared once; it documents the route and writes its JSON."""
+"""Wire shapes of organization addresses and dead letters: each declared once; it documents the route and
+writes its JSON."""
 
 from __future__ import annotations
 
+import uuid
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, RootModel, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, RootModel, field_validator, model_validator
 
 from blueprints.channels.models import OrganizationAddress
 from core.db import isoformat
+from core.pagination import MAX_TAKE
+from core.validation import QueryModel
 
 
 class OrgPath(BaseModel):
@@ -66,3 +70,39 @@ class AddressOut(BaseModel):
 
 class AddressList(RootModel[list[AddressOut]]):
     pass
+
+
+class DeadLetterListQuery(QueryModel):
+    skip: int = Field(0, ge=0)
+    take: int = Field(20, ge=1, le=MAX_TAKE)
+
+
+class DeadLetterOut(BaseModel):
+    """An inbound item that could not be stored. ``raw`` is the item as received, as JSON text (NUL and
+    lone surrogates as escapes), at most 16,384 characters (``raw_truncated``)."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+    id: str
+    organization_id: str | None
+    received_at: str
+    source: str = Field(description="`webhook/meta`")
+    service: str | None
+    organization_address: str | None
+    reason: str
+    raw: str
+    raw_truncated: bool
+
+    @field_validator("id", "organization_id", "received_at", mode="before")
+    @classmethod
+    def _wire(cls, value: Any) -> Any:
+        if isinstance(value, uuid.UUID):
+            return str(value)
+        return isoformat(value) if isinstance(value, datetime) else value
+
+
+class DeadLetterList(BaseModel):
+    data: list[DeadLetterOut]
+    total: int
+    skip: int
+    take: int

@@ -11,6 +11,11 @@ suffixes below triggers a documented behaviour (docs/channels.md lists them):
 5550105    accepted, advanced to ``read``, then the contact replies "Got it, thanks!"
 =========  ====================================================================================
 
+The simulator remembers the sends of its process by our message id (``lookup_send``), so the reconcile
+sweep of interrupted sends can tell a send it received (kept, not repeated) from one it never saw
+(re-sent). After a restart it has seen nothing, and a re-send reaches no one twice: nothing leaves the
+machine.
+
 Every other recipient is accepted and advanced ``sent`` -> ``delivered`` -> ``read`` over a few seconds
 through the job queue (at once when jobs run inline). Statuses go through the same ingestion as Meta's
 webhooks (handed over through ``inbound.inbound_events``), so the simulator exercises the real rules
@@ -19,12 +24,14 @@ webhooks (handed over through ``inbound.inbound_events``), so the simulator exer
 
 from __future__ import annotations
 
+import threading
 import uuid
+from collections import OrderedDict
 from typing import Any
 
 from blueprints.channels.inbound import InboundMessage, StatusUpdate, hand_over, whatsapp_contact_address
 from blueprints.channels.models import OrganizationAddress
-from blueprints.channels.providers import OutboundMessage, ProviderError, SendResult, Template
+from blueprints.channels.providers import OutboundMessage, PastSend, ProviderError, SendResult, Template
 from core import jobs
 from core.db import utcnow
 
@@ -72,6 +79,20 @@ TEMPLATES: dict[str, dict[str, Any]] = {
 }
 
 
+REMEMBERED_SENDS = 10_000
+_sent: OrderedDict[str, SendResult] = OrderedDict()
+_sent_lock = threading.Lock()
+
+
+def _remember(reference: str | None, result: SendResult) -> None:
+    if not reference:
+        return
+    with _sent_lock:
+        _sent[reference] = result
+        while len(_sent) > REMEMBERED_SENDS:
+            _sent.popitem(last=False)
+
+
 def _digits(value: str) -> str:
     return "".join(ch for ch in value if ch.isdigit())
 
@@ -108,7 +129,14 @@ class SimulatorProvider:
             external_id = f"wamid.SIM{uuid.uuid4().hex.upper()}"
         else:
             external_id = f"m_sim{uuid.uuid4().hex}"
-        return SendResult(external_id, "accepted" if message.kind == "template" else None)
+        result = SendResult(external_id, "accepted" if message.kind == "template" else None)
+        _remember(message.reference, result)
+        return result
+
+    def lookup_send(self, address: OrganizationAddress, reference: str) -> PastSend:
+        with _sent_lock:
+            result = _sent.get(reference)
+        return PastSend(seen=result is not None, result=result)
 
     def _check_template(self, message: OutboundMessage) -> None:
         found = next((t for t in TEMPLATES.values() if t["name"] == message.template_name), None)

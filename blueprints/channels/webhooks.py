@@ -20,6 +20,7 @@ import logging
 from flask import Blueprint, Response, current_app, jsonify, request
 
 from blueprints.channels import inbound
+from blueprints.channels.delivery import store_delivery
 from core.errors import ApiError
 
 log = logging.getLogger(__name__)
@@ -66,10 +67,10 @@ def receive() -> Response:
         raise ApiError(401, "Invalid signature")
     try:
         payload = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested thousands deep, never Meta's
         raise ApiError(400, "Request body must be a JSON object") from None
     parsed = inbound.parse(payload)
     if parsed.ignored:
         log.info("Meta webhook: ignored %s", parsed.ignored)
-    report = inbound.hand_over_delivery(parsed)
+    report = store_delivery(parsed)
     return jsonify({"received": True, **report.as_dict(), "ignored": len(parsed.ignored)})

@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from flask import request
 from flask_openapi3 import APIBlueprint, Tag
 
 from blueprints.channels.providers import MediaRef
@@ -30,10 +31,10 @@ from blueprints.messaging.schemas import (
     WindowPath,
     WindowQuery,
 )
-from blueprints.messaging.sending import Content, TemplateSend
+from blueprints.messaging.sending import Content, IdempotencyRef, TemplateSend
 from core import auth
 from core.db import isoformat
-from core.idempotency import idempotent
+from core.idempotency import HEADER, idempotent, request_scope
 from core.openapi import API_KEY_ONLY, PlainError, error_responses
 from core.timeutil import parse_iso_datetime
 
@@ -48,6 +49,13 @@ api = APIBlueprint(
     abp_responses=error_responses(PlainError),
 )
 auth.protect(api)
+
+
+def _idempotency() -> IdempotencyRef | None:
+    """The key this send runs under (``@idempotent`` already checked it), kept on the message so a send
+    whose process died can still be answered under its key (``sending.reconcile_stale``)."""
+    key = (request.headers.get(HEADER) or "").strip()
+    return IdempotencyRef(request_scope(), key) if key else None
 
 
 @api.get(
@@ -77,6 +85,7 @@ def send_template(path: OrgPath, body: SendTemplateIn) -> tuple[dict[str, Any], 
             components=[c.model_dump(exclude_none=True) for c in body.components],
             do_not_pause=body.do_not_pause,
             member_id=body.member_id,
+            idempotency=_idempotency(),
         ),
     )
     return MessageOut.dump(message), 201
@@ -104,6 +113,7 @@ def send_message(path: OrgPath, body: SendMessageIn) -> tuple[dict[str, Any], in
             location=content.location.model_dump(exclude_none=True) if content.location else None,
         ),
         member_id=body.member_id,
+        idempotency=_idempotency(),
     )
     return MessageOut.dump(message), 201
 

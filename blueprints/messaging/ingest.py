@@ -5,8 +5,10 @@ time; :func:`store_item` (connected in ``init_app``) stores an item and makes it
 ``webhook.item``), so a failure in one item never drops the items stored before it. Deliveries are
 at-least-once and out of order, so:
 - a provider message id already stored (or repeated inside the delivery) is counted as a duplicate;
-- statuses only move forward and keep their timestamps (``threads.apply_status``);
-- a status for a message not stored yet waits in the backlog until the send stores the id;
+- statuses only move forward and keep their timestamps (``threads.apply_status``), merged under a lock
+  on the message row (``threads.for_update``) so concurrent deliveries for one message take turns;
+- a status for a message not stored yet waits in the backlog; whichever of the send and this delivery
+  commits last applies it (:func:`store_item` looks again after its commit);
 - two deliveries racing on the same message meet the unique constraint: the loser rolls back and runs
   again, and then finds the message already there.
 The whole delivery costs a fixed number of queries (chunks of 500 ids), not one per message.
@@ -25,7 +27,14 @@ from sqlalchemy.exc import IntegrityError
 from blueprints.channels.inbound import DeliveryReport, Event, InboundMessage, StatusUpdate, WatermarkUpdate
 from blueprints.channels.models import OrganizationAddress
 from blueprints.channels.services import addresses_by_provider_id
-from blueprints.messaging.models import INCOMING_STATUS, STATUS_RANK, Conversation, Message, StatusBacklog
+from blueprints.messaging.models import (
+    DESK_STATUSES,
+    INCOMING_STATUS,
+    STATUS_RANK,
+    Conversation,
+    Message,
+    StatusBacklog,
+)
 from blueprints.messaging.schemas import MessageOut
 from blueprints.messaging.threads import (
     ThreadKey,
@@ -33,6 +42,7 @@ from blueprints.messaging.threads import (
     apply_backlog,
     apply_status,
     chunks,
+    for_update,
     resolve_threads,
 )
 from core import uow
@@ -44,15 +54,53 @@ ATTEMPTS = 3
 
 
 def store_item(*, events: list[Event]) -> DeliveryReport:
-    """The ``inbound_events`` receiver: one item of a delivery, durable before the next is handed over."""
-    report = ingest_events(events)
+    """The ``inbound_events`` receiver: one item of a delivery, durable before the next is handed over.
+
+    A status whose message was not found waits in the backlog. The send that stores that message may
+    have looked at the backlog before this commit (under READ COMMITTED neither side sees the other's
+    uncommitted row), so once the backlog row is committed the message is looked for again: whichever
+    side commits last applies the status."""
+    report, waiting = _ingest(events)
     uow.checkpoint("webhook.item")
+    if waiting:
+        applied = _recheck_backlog(waiting)
+        if applied:
+            report.statuses_applied += applied
+            report.statuses_waiting = max(0, report.statuses_waiting - applied)
+        if uow.has_work():
+            uow.checkpoint("webhook.item")
     return report
+
+
+def _recheck_backlog(waiting: set[tuple[uuid.UUID, str]]) -> int:
+    by_org: dict[uuid.UUID, list[str]] = defaultdict(list)
+    for organization_id, external_id in waiting:
+        by_org[organization_id].append(external_id)
+    found: list[Message] = []
+    for organization_id, external_ids in by_org.items():
+        for part in chunks(sorted(external_ids)):
+            found += db.session.scalars(
+                select(Message).where(
+                    Message.organization_id == organization_id,
+                    Message.external_id.in_(part),
+                    Message.direction == "outgoing",
+                )
+            )
+    if not found:
+        return 0
+    changed = apply_backlog(found)
+    _publish_updates(changed)
+    return len(changed)
 
 
 def ingest_events(events: Sequence[Event]) -> DeliveryReport:
     """Store the events (a fixed number of queries however many); the caller's unit of work commits.
     Call it with nothing else uncommitted: a race with another delivery rolls back and runs again."""
+    return _ingest(events)[0]
+
+
+def _ingest(events: Sequence[Event]) -> tuple[DeliveryReport, set[tuple[uuid.UUID, str]]]:
+    """The report, and the (organization, provider id) of the statuses left waiting in the backlog."""
     for attempt in range(ATTEMPTS):
         try:
             return _ingest_once(events)
@@ -66,8 +114,9 @@ def ingest_events(events: Sequence[Event]) -> DeliveryReport:
     raise AssertionError("unreachable")
 
 
-def _ingest_once(events: Sequence[Event]) -> DeliveryReport:
+def _ingest_once(events: Sequence[Event]) -> tuple[DeliveryReport, set[tuple[uuid.UUID, str]]]:
     result = DeliveryReport()
+    waiting: set[tuple[uuid.UUID, str]] = set()
     addresses = addresses_by_provider_id({(e.service, e.organization_address) for e in events})
     for event in events:
         if (event.service, event.organization_address) not in addresses:
@@ -89,12 +138,12 @@ def _ingest_once(events: Sequence[Event]) -> DeliveryReport:
         if isinstance(e, InboundMessage) and e.direction == "outgoing"
     ]
     statuses = [e for e in events if isinstance(e, StatusUpdate)] + echoes
-    _apply_statuses([(a, e) for e in statuses if (a := address_of(e))], result)
+    _apply_statuses([(a, e) for e in statuses if (a := address_of(e))], result, waiting)
     _apply_watermarks(
         [(a, e) for e in events if isinstance(e, WatermarkUpdate) and (a := address_of(e))], result
     )
     db.session.flush()  # a race with another delivery shows here, inside the retry
-    return result
+    return result, waiting
 
 
 def _store_messages(items: list[tuple[OrganizationAddress, InboundMessage]], result: DeliveryReport) -> None:
@@ -172,7 +221,11 @@ def _touch(conversation: Conversation, message: Message) -> None:
         conversation.status = "active"
 
 
-def _apply_statuses(items: list[tuple[OrganizationAddress, StatusUpdate]], result: DeliveryReport) -> None:
+def _apply_statuses(
+    items: list[tuple[OrganizationAddress, StatusUpdate]],
+    result: DeliveryReport,
+    backlogged: set[tuple[uuid.UUID, str]],
+) -> None:
     if not items:
         return
     by_org: dict[uuid.UUID, set[str]] = defaultdict(set)
@@ -183,8 +236,10 @@ def _apply_statuses(items: list[tuple[OrganizationAddress, StatusUpdate]], resul
     for organization_id, external_ids in by_org.items():
         for part in chunks(sorted(external_ids)):
             for message in db.session.scalars(
-                select(Message).where(
-                    Message.organization_id == organization_id, Message.external_id.in_(part)
+                for_update(
+                    select(Message)
+                    .where(Message.organization_id == organization_id, Message.external_id.in_(part))
+                    .order_by(Message.external_id)
                 )
             ):
                 messages[(organization_id, message.external_id or "")] = message
@@ -196,7 +251,7 @@ def _apply_statuses(items: list[tuple[OrganizationAddress, StatusUpdate]], resul
                 waiting.add((organization_id, row.external_id, row.status))
     changed: dict[uuid.UUID, Message] = {}
     for address, event in items:
-        if event.status not in STATUS_RANK:
+        if event.status not in STATUS_RANK or event.status in DESK_STATUSES:
             continue
         message = messages.get((address.organization_id, event.external_id))
         if message is None:
@@ -213,6 +268,7 @@ def _apply_statuses(items: list[tuple[OrganizationAddress, StatusUpdate]], resul
                     )
                 )
                 result.statuses_waiting += 1
+                backlogged.add((address.organization_id, event.external_id))
             continue
         if apply_status(message, event.status, event.timestamp, event.error):
             changed[message.id] = message
@@ -242,7 +298,7 @@ def _apply_watermarks(
             )
         else:
             statement = statement.where(Message.timestamp <= event.watermark)
-        for message in db.session.scalars(statement):
+        for message in db.session.scalars(for_update(statement.order_by(Message.id))):
             if message.current_status in ("pending", "failed"):
                 continue
             if apply_status(message, event.status, event.watermark):

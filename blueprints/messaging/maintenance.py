@@ -1,8 +1,11 @@
-"""Hourly housekeeping of the messaging records that only matter for a while.
+"""Periodic housekeeping of messaging.
 
-Statuses that arrived before their message (the backlog) wait for it for 7 days; a message that never
-showed up by then was not ours (or was lost upstream), so the waiting statuses are dropped.
+Hourly: statuses that arrived before their message (the backlog) wait for it for 7 days; a message that
+never showed up by then was not ours (or was lost upstream), so the waiting statuses are dropped.
 (``Idempotency-Key`` records expire in core: ``core.idempotency.purge_expired``.)
+
+Every minute: sends left ``pending`` by a process that died are reconciled
+(``sending.reconcile_stale``; also ``flask --app app messages reconcile``).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from datetime import timedelta
 from sqlalchemy import delete
 
 from blueprints.messaging.models import StatusBacklog
+from blueprints.messaging.sending import reconcile_stale
 from core.db import db, utcnow
 from core.jobs import periodic
 
@@ -29,3 +33,8 @@ def purge_expired() -> dict[str, int]:
 @periodic(minute="7")
 def purge_expired_hourly() -> None:
     purge_expired()
+
+
+@periodic(minute="*")
+def reconcile_stale_sends() -> None:
+    reconcile_stale()

@@ -14,8 +14,21 @@ from core.db import JSONType, TimestampMixin, UUIDPrimaryKeyMixin, db, utcnow
 
 DIRECTIONS = ("incoming", "outgoing")
 # Outgoing statuses only move forward along this order; each reached status keeps its timestamp.
-# ``failed`` ranks below ``delivered``: a late failure never hides a delivery that happened.
-STATUS_RANK = {"pending": 0, "accepted": 1, "sent": 2, "failed": 3, "delivered": 4, "read": 5, "played": 6}
+# ``failed`` ranks below ``delivered``: a late failure never hides a delivery that happened. ``unknown`` is
+# the desk's: a send interrupted after ``pending`` whose provider cannot tell whether it went out
+# (reconciled by ``sending.reconcile_stale``); any later news from the provider moves it on.
+STATUS_RANK = {
+    "pending": 0,
+    "unknown": 1,
+    "accepted": 2,
+    "sent": 3,
+    "failed": 4,
+    "delivered": 5,
+    "read": 6,
+    "played": 7,
+}
+# Statuses only the desk sets: a provider's webhook naming one is ignored.
+DESK_STATUSES = ("pending", "unknown")
 INCOMING_STATUS = "received"
 
 
@@ -129,6 +142,10 @@ class Message(UUIDPrimaryKeyMixin, TimestampMixin, db.Model):
     current_status: Mapped[str] = mapped_column(String(16), index=True)
     reply_to: Mapped[str | None] = mapped_column(String(255))
     member_id: Mapped[str | None] = mapped_column(String(64))
+    # The Idempotency-Key a send ran under (core's scope and key), so the reconcile sweep can answer that
+    # key with the outcome of a send whose request died (``sending.reconcile_stale``).
+    idempotency_scope: Mapped[str | None] = mapped_column(String(255))
+    idempotency_key: Mapped[str | None] = mapped_column(String(255))
 
 
 class StatusBacklog(UUIDPrimaryKeyMixin, db.Model):

@@ -13,6 +13,12 @@ A send is three steps, each durable before the next (``core.uow`` checkpoints):
 
 A send the desk refuses before calling the provider (a closed service window, an unknown address, a bad
 number) leaves nothing behind: no contact, no conversation, no message, no moved ``last_message_at``.
+
+A send whose process died after step 1 stays ``pending``; :func:`reconcile_stale` (every minute, and
+``flask --app app messages reconcile``) settles those older than :data:`PENDING_LIMIT`: the provider is
+asked whether it received the send (``lookup_send``, by our message id); received: its id is stored as
+``accepted``; never received: sent again; cannot tell (Meta): ``unknown``, never sent twice. The
+``Idempotency-Key`` the send ran under then answers with the message as it now is, instead of 409.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from blueprints.channels.providers import (
 )
 from blueprints.channels.services import get_address
 from blueprints.messaging.models import (
+    ContactAddress,
     Conversation,
     Message,
 )
@@ -44,6 +51,7 @@ from blueprints.messaging.threads import (
     apply_backlog,
     apply_status,
     contact_address_for,
+    for_update,
     mark_failed,
     thread_for,
 )
@@ -51,6 +59,7 @@ from core import uow
 from core.db import db, isoformat, utcnow
 from core.errors import ApiError
 from core.events import publish
+from core.idempotency import IdempotencyKey
 from core.phones import digits_only
 from core.timeutil import parse_iso_datetime
 
@@ -61,6 +70,22 @@ ADDRESS_NOT_FOUND = "Organization address not found"
 NO_TOKEN = "Organization address does not have an access token"
 PARAMETER_NAME_MISSING = "Parameter name is missing"
 TEMPLATE_LOOKUP_FAILED = "Failed to get template from Meta"
+# A send still ``pending`` after this long lost its process: far longer than a send can take (three
+# connection attempts and one META_HTTP_TIMEOUT of 15 s).
+PENDING_LIMIT = timedelta(minutes=2)
+UNKNOWN_OUTCOME = {
+    "code": "unknown_outcome",
+    "title": "The send was interrupted; the provider may or may not have sent it",
+    "provider": "desk",
+}
+
+
+@dataclass(frozen=True)
+class IdempotencyRef:
+    """The ``Idempotency-Key`` (core's scope and key) a send runs under."""
+
+    scope: str
+    key: str
 
 
 @dataclass(frozen=True)
@@ -97,6 +122,7 @@ class TemplateSend:
     components: list[dict[str, Any]] = field(default_factory=list)
     do_not_pause: bool = False
     member_id: str | None = None
+    idempotency: IdempotencyRef | None = None
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -170,6 +196,7 @@ def send_message(
     contact_address: str,
     content: Content,
     member_id: str | None = None,
+    idempotency: IdempotencyRef | None = None,
 ) -> Message:
     """Free text or media inside the service window. Outside it the call is 400 ``Message failed to
     send`` and nothing is stored; a provider's refusal is stored on the message (``X-Message-Id``)."""
@@ -195,6 +222,8 @@ def send_message(
         status={"pending": isoformat(now)},
         current_status="pending",
         member_id=member_id,
+        idempotency_scope=idempotency.scope if idempotency else None,
+        idempotency_key=idempotency.key if idempotency else None,
     )
     db.session.add(message)
     _renew_last_message(thread.conversation, now)
@@ -208,6 +237,7 @@ def send_message(
         text=content.text,
         media=content.media,
         location=content.location,
+        reference=str(message.id),
     )
     return _dispatch(address, message, outbound)
 
@@ -384,6 +414,8 @@ def send_template(organization_id: uuid.UUID, send: TemplateSend) -> Message:
         status={"pending": isoformat(now)},
         current_status="pending",
         member_id=send.member_id,
+        idempotency_scope=send.idempotency.scope if send.idempotency else None,
+        idempotency_key=send.idempotency.key if send.idempotency else None,
     )
     db.session.add(message)
     _renew_last_message(thread.conversation, now)
@@ -397,6 +429,7 @@ def send_template(organization_id: uuid.UUID, send: TemplateSend) -> Message:
         template_name=template.name,
         template_language=template.language,
         template_components=meta_components(send.components),
+        reference=str(message.id),
     )
     conversation = thread.conversation
 
@@ -417,3 +450,142 @@ def send_template(organization_id: uuid.UUID, send: TemplateSend) -> Message:
         )
 
     return _dispatch(address, message, outbound, on_success=pause_agent)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Reconciling sends whose process died
+
+
+@dataclass
+class ReconcileReport:
+    """Message ids by outcome: ``accepted`` (the provider had it), ``resent``, ``failed`` (the re-send was
+    refused), ``unknown`` (the provider cannot tell: reported, never sent twice)."""
+
+    accepted: list[str] = field(default_factory=list)
+    resent: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, list[str]]:
+        return {
+            "accepted": self.accepted,
+            "resent": self.resent,
+            "failed": self.failed,
+            "unknown": self.unknown,
+        }
+
+
+def reconcile_stale(older_than: timedelta | None = None) -> ReconcileReport:
+    """Settle outgoing messages still ``pending`` (no provider id) created more than ``older_than`` ago.
+
+    Each is locked while it is settled (on PostgreSQL a concurrent sweep skips it), so two sweeps never
+    send one message twice. Re-sends go through the send's own checkpoints; the rest is committed by the
+    caller's unit of work (the periodic sweep, the CLI command)."""
+    report = ReconcileReport()
+    cutoff = utcnow() - (PENDING_LIMIT if older_than is None else older_than)
+    ids = list(
+        db.session.scalars(
+            select(Message.id)
+            .where(
+                Message.direction == "outgoing",
+                Message.current_status == "pending",
+                Message.external_id.is_(None),
+                Message.created_at <= cutoff,
+            )
+            .order_by(Message.created_at)
+        )
+    )
+    for message_id in ids:
+        message = db.session.scalar(
+            for_update(
+                select(Message).where(Message.id == message_id, Message.current_status == "pending"),
+                skip_locked=True,
+            )
+        )
+        if message is None:
+            continue  # settled meanwhile, or another sweep holds it
+        _reconcile(message, report)
+        _answer_idempotency_key(message)
+    return report
+
+
+def _reconcile(message: Message, report: ReconcileReport) -> None:
+    address = get_address(message.organization_id, message.organization_address)
+    past = provider_for(address).lookup_send(address, str(message.id)) if address is not None else None
+    if past is not None and past.seen and past.result is not None:
+        _merge_echo(message, past.result.external_id)
+        message.external_id = past.result.external_id
+        apply_status(message, "accepted", utcnow())
+        uow.checkpoint("send.accepted")
+        apply_backlog([message])
+        db.session.flush()
+        publish("message.updated", message.organization_id, MessageOut.dump(message))
+        report.accepted.append(str(message.id))
+        return
+    if address is not None and past is not None and past.seen is False:
+        try:
+            _dispatch(address, message, _outbound_for(address, message))
+        except ApiError:
+            report.failed.append(str(message.id))  # kept as failed with status.error (send.refused)
+            return
+        report.resent.append(str(message.id))
+        return
+    now = utcnow()
+    statuses = dict(message.status or {})
+    statuses["unknown"] = isoformat(now)
+    statuses["error"] = dict(UNKNOWN_OUTCOME)
+    message.status = statuses
+    message.current_status = "unknown"
+    db.session.flush()
+    publish("message.updated", message.organization_id, MessageOut.dump(message))
+    report.unknown.append(str(message.id))
+
+
+def _outbound_for(address: OrganizationAddress, message: Message) -> OutboundMessage:
+    """The send again, from what the message stored."""
+    provider_id = db.session.scalar(
+        select(ContactAddress.provider_id).where(
+            ContactAddress.organization_id == message.organization_id,
+            ContactAddress.service == message.service,
+            ContactAddress.address == message.contact_address,
+        )
+    )
+    to = _recipient(address, message.contact_address, provider_id)
+    if message.template is not None:
+        return OutboundMessage(
+            service=message.service,
+            to=to,
+            kind="template",
+            template_name=message.template_name,
+            template_language=message.template_language,
+            template_components=meta_components((message.data or {}).get("components") or []),
+            reference=str(message.id),
+        )
+    content = message.content or {}
+    file = content.get("file")
+    return OutboundMessage(
+        service=message.service,
+        to=to,
+        kind=str(content.get("kind")),
+        text=content.get("text"),
+        media=MediaRef(file["uri"], file.get("mime_type"), file.get("filename")) if file else None,
+        location=content.get("location"),
+        reference=str(message.id),
+    )
+
+
+def _answer_idempotency_key(message: Message) -> None:
+    """The key a dead send ran under answers from now on with the message as it now is (201), not 409."""
+    if not message.idempotency_scope or not message.idempotency_key:
+        return
+    record = db.session.scalar(
+        select(IdempotencyKey).where(
+            IdempotencyKey.scope == message.idempotency_scope,
+            IdempotencyKey.key == message.idempotency_key,
+            IdempotencyKey.response_status.is_(None),
+        )
+    )
+    if record is not None:
+        record.response_status = 201
+        record.response = MessageOut.dump(message)
+        record.response_headers = {}

@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import func, select
-from sqlalchemy.orm import selectinload
+from sqlalchemy.orm import aliased, selectinload
 
+from blueprints.channels.crypto import TokenDecryptionError
+from blueprints.channels.providers import ProviderError, Template, provider_for
 from blueprints.channels.services import get_address
 from blueprints.messaging.contacts import (
     create_contact,
@@ -73,11 +75,15 @@ __all__ = [
     "link_crm_contact",
     "list_contacts",
     "list_messages",
+    "messages_by_external_ids",
     "move_crm_links",
+    "recent_templates",
     "send_message",
     "send_template",
     "sendable_address",
     "service_window",
+    "template_for",
+    "unanswered_counts",
     "update_contact",
 ]
 
@@ -210,3 +216,79 @@ def _text_of(message: Message) -> str:
         return f"[location] {location.get('name') or ''} {where}".replace("  ", " ")
     caption = content.get("text")
     return f"[{kind}] {caption}" if caption else f"[{kind}]"
+
+
+# ---------------------------------------------------------------------------------------------------
+# Reads for the desk's pages
+
+
+def messages_by_external_ids(organization_id: uuid.UUID, external_ids: list[str]) -> dict[str, Message]:
+    """The organization's messages with these provider ids (the originals replies quote), in one query."""
+    wanted = {i for i in external_ids if i}
+    if not wanted:
+        return {}
+    rows = db.session.scalars(
+        select(Message).where(Message.organization_id == organization_id, Message.external_id.in_(wanted))
+    )
+    return {str(message.external_id): message for message in rows}
+
+
+def unanswered_counts(organization_id: uuid.UUID, conversation_ids: list[uuid.UUID]) -> dict[uuid.UUID, int]:
+    """Per conversation, the incoming messages newer than the last outgoing one (what nobody answered
+    yet: the desk's unread badge), in one query whatever the number of conversations."""
+    if not conversation_ids:
+        return {}
+    reply = aliased(Message)
+    last_reply = (
+        select(func.max(reply.timestamp))
+        .where(reply.conversation_id == Message.conversation_id, reply.direction == "outgoing")
+        .correlate(Message)
+        .scalar_subquery()
+    )
+    rows = db.session.execute(
+        select(Message.conversation_id, func.count())
+        .where(
+            Message.organization_id == organization_id,
+            Message.conversation_id.in_(conversation_ids),
+            Message.direction == "incoming",
+            (last_reply.is_(None)) | (Message.timestamp > last_reply),
+        )
+        .group_by(Message.conversation_id)
+    )
+    return {conversation_id: int(count) for conversation_id, count in rows}
+
+
+def recent_templates(
+    organization_id: uuid.UUID, organization_address: str, limit: int = 200
+) -> list[dict[str, str]]:
+    """Templates this address sent lately (``{id, name, language}``, newest first, each once): what the
+    desk offers in its template picker until the channels area lists an address's templates."""
+    rows = db.session.scalars(
+        select(Message.template)
+        .where(
+            Message.organization_id == organization_id,
+            Message.organization_address == organization_address,
+            Message.template_name.is_not(None),
+        )
+        .order_by(Message.timestamp.desc())
+        .limit(limit)
+    )
+    seen: dict[str, dict[str, str]] = {}
+    for template in rows:
+        if template and template.get("id") and str(template["id"]) not in seen:
+            seen[str(template["id"])] = {
+                "id": str(template["id"]),
+                "name": str(template.get("name") or ""),
+                "language": str(template.get("language") or ""),
+            }
+    return list(seen.values())
+
+
+def template_for(organization_id: uuid.UUID, organization_address: str, template_id: str) -> Template:
+    """The template as the provider has it now (to show its form and preview before sending; the send
+    reads it again). 404 ``Failed to get template from Meta`` when the provider does not know it."""
+    address = sendable_address(organization_id, organization_address, None)
+    try:
+        return provider_for(address).get_template(address, template_id)
+    except (ProviderError, TokenDecryptionError):
+        raise ApiError(404, TEMPLATE_LOOKUP_FAILED, param="meta_template_id") from None

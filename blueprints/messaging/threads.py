@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import select
+from sqlalchemy import Select, delete, select
 from sqlalchemy.orm import joinedload
 
 from blueprints.channels.models import OrganizationAddress
@@ -178,6 +178,25 @@ def thread_for(address: OrganizationAddress, contact_address: str, provider_id: 
     return resolve_threads([ThreadRequest(key, provider_id)])[key]
 
 
+def for_update(statement: Select[Any], *, skip_locked: bool = False) -> Select[Any]:
+    """``statement`` (rows about to be read, changed and written back) holding their rows until the commit,
+    and read afresh: the status merge reads the JSON ``status`` and writes it back whole, so two concurrent
+    deliveries for one message must take turns or one overwrites the other's timestamp.
+
+    PostgreSQL: ``SELECT ... FOR UPDATE`` (callers order the rows, so concurrent lockers queue instead of
+    deadlocking). SQLite has no row locks and pysqlite reads outside a transaction: the database's write
+    lock is taken first (``BEGIN IMMEDIATE``, waiting on ``busy_timeout``), so the read sees the last
+    commit and nobody writes before ours. ``skip_locked`` (PostgreSQL): rows another transaction holds
+    are left out instead of waited for."""
+    connection = db.session.connection()
+    if connection.dialect.name == "sqlite":
+        raw = connection.connection.dbapi_connection
+        if raw is not None and not raw.in_transaction:
+            raw.execute("BEGIN IMMEDIATE")
+        return statement.execution_options(populate_existing=True)
+    return statement.with_for_update(skip_locked=skip_locked).execution_options(populate_existing=True)
+
+
 def apply_status(
     message: Message, status: str, timestamp: datetime, error: dict[str, Any] | None = None
 ) -> bool:
@@ -214,7 +233,11 @@ def mark_failed(message: Message, error: dict[str, Any], timestamp: datetime) ->
 
 
 def apply_backlog(messages: Sequence[Message]) -> list[Message]:
-    """Statuses that arrived before their message's provider id was stored; applied now and dropped."""
+    """Statuses that arrived before their message's provider id was stored; applied now and dropped.
+
+    The messages are locked and read afresh first (:func:`for_update`): the send and the status webhook may
+    both get here for one message (each re-checks after its own commit, so neither misses the other), and
+    whoever comes second finds the backlog already applied and emptied."""
     by_org: dict[uuid.UUID, dict[str, Message]] = defaultdict(dict)
     for message in messages:
         if message.external_id:
@@ -222,16 +245,32 @@ def apply_backlog(messages: Sequence[Message]) -> list[Message]:
     changed: list[Message] = []
     for organization_id, by_external in by_org.items():
         for part in chunks(sorted(by_external)):
+            locked = db.session.scalars(
+                for_update(
+                    select(Message)
+                    .where(Message.organization_id == organization_id, Message.external_id.in_(part))
+                    .order_by(Message.external_id)
+                )
+            ).all()
+            current = {m.external_id: m for m in locked}
             waiting = db.session.scalars(
                 select(StatusBacklog).where(
                     StatusBacklog.organization_id == organization_id, StatusBacklog.external_id.in_(part)
                 )
             ).all()
             for row in sorted(waiting, key=lambda r: STATUS_RANK.get(r.status, 0)):
-                message = by_external[row.external_id]
+                message = current.get(row.external_id) or by_external[row.external_id]
                 if apply_status(message, row.status, row.timestamp, row.error) and message not in changed:
                     changed.append(message)
-                db.session.delete(row)
+            if waiting:
+                # not session.delete: a row the other side already deleted must not fail this flush
+                db.session.execute(
+                    delete(StatusBacklog)
+                    .where(StatusBacklog.id.in_([row.id for row in waiting]))
+                    .execution_options(synchronize_session=False)
+                )
+                for row in waiting:
+                    db.session.expunge(row)
     return changed
 
 

@@ -227,7 +227,6 @@ def test_revoke_refuses_an_ambiguous_or_too_short_prefix(app, runner: FlaskCliRu
     import uuid as uuid_module
 
     from blueprints.organizations.services import get_organization, issue_api_key
-
     from core.environments import LIVE, in_environment
 
     with in_environment(app, LIVE):  # one unit of work: committed on exit

@@ -112,3 +112,23 @@ def test_numbers_are_no_dates_and_bodies_use_real_booleans() -> None:
         with pytest.raises(ValidationError, match="true or false"):
             Body.model_validate({"split": wrong})
     assert Body.model_validate({"split": False}).split is False
+
+
+def test_free_form_json_is_bounded() -> None:
+    from typing import Any
+
+    from pydantic import ValidationError
+
+    from core.validation import RequestModel
+
+    class Body(RequestModel):
+        document: dict[str, Any] = {}
+        items: list[int] = []
+
+    with pytest.raises(ValidationError, match="at most 1000 items"):
+        Body.model_validate({"items": list(range(2_000_000))})
+    with pytest.raises(ValidationError, match="at most 200 keys"):
+        Body.model_validate({"document": {f"k{i}": i for i in range(201)}})
+    with pytest.raises(ValidationError, match="at most 1000 items"):
+        Body.model_validate({"document": {"nested": [0] * 1001}})
+    assert len(Body.model_validate({"items": list(range(1000))}).items) == 1000

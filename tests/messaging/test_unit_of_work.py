@@ -109,9 +109,19 @@ def test_a_webhook_delivery_commits_once_per_item(wa: Channel, deliver: Deliver,
     assert counted.count == 2  # two entries: each item durable on its own
 
 
-def test_an_item_that_fails_keeps_the_items_stored_before_it(
-    app: Flask, client: FlaskClient, wa: Channel, deliver: Deliver, monkeypatch: Any
-) -> None:
+def _two_items(wa: Channel) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    first, second = wa_text(CONTACT, "kept"), wa_text(CONTACT, "lost")
+    payload = {
+        "object": "whatsapp_business_account",
+        "entry": [
+            wa_delivery(wa_change(wa.address, messages=[first]))["entry"][0],
+            wa_delivery(wa_change(wa.address, messages=[second]))["entry"][0],
+        ],
+    }
+    return payload, first, second
+
+
+def _fail_the_second_item(monkeypatch: Any, error: Exception) -> None:
     from blueprints.messaging import ingest
 
     real = ingest._store_messages
@@ -120,21 +130,35 @@ def test_an_item_that_fails_keeps_the_items_stored_before_it(
     def fail_the_second_item(items: Any, result: Any) -> None:
         calls.append(1)
         if len(calls) == 2:
-            raise RuntimeError("storage failed")
+            raise error
         real(items, result)
 
     monkeypatch.setattr(ingest, "_store_messages", fail_the_second_item)
+
+
+def test_an_item_that_fails_is_a_dead_letter_and_the_items_before_it_are_kept(
+    app: Flask, client: FlaskClient, wa: Channel, deliver: Deliver, monkeypatch: Any
+) -> None:
+    _fail_the_second_item(monkeypatch, RuntimeError("storage failed"))
+    payload, first, _ = _two_items(wa)
+    response = deliver(payload)
+    assert response.status_code == 200  # Meta would retry a 5xx for a week: recorded instead
+    assert response.get_json()["dead_letters"] == 1
+    listed = client.get(wa.path("/messages"), headers=wa.org.headers()).get_json()
+    assert [m["external_id"] for m in listed["data"]] == [first["id"]]
+    letters = client.get(wa.path("/dead-letters"), headers=wa.org.headers()).get_json()
+    assert [letter["reason"] for letter in letters["data"]] == ["not stored: RuntimeError: storage failed"]
+
+
+def test_a_database_that_fails_fails_the_delivery_and_keeps_the_items_before_it(
+    app: Flask, client: FlaskClient, wa: Channel, deliver: Deliver, monkeypatch: Any
+) -> None:
+    from sqlalchemy.exc import OperationalError
+
+    _fail_the_second_item(monkeypatch, OperationalError("INSERT", {}, Exception("server closed")))
     app.config["PROPAGATE_EXCEPTIONS"] = False
-    first, second = wa_text(CONTACT, "kept"), wa_text(CONTACT, "lost")
-    response = deliver(
-        {
-            "object": "whatsapp_business_account",
-            "entry": [
-                wa_delivery(wa_change(wa.address, messages=[first]))["entry"][0],
-                wa_delivery(wa_change(wa.address, messages=[second]))["entry"][0],
-            ],
-        }
-    )
+    payload, first, _ = _two_items(wa)
+    response = deliver(payload)
     assert response.status_code == 500  # Meta redelivers; the first item is then a duplicate
     listed = client.get(wa.path("/messages"), headers=wa.org.headers()).get_json()
     assert [m["external_id"] for m in listed["data"]] == [first["id"]]

@@ -30,7 +30,7 @@ from core.db import db, utcnow
 from core.errors import ApiError
 from core.events import publish
 from core.hooks import hook
-from core.pagination import paginate
+from core.pagination import count_of, paginate
 from core.text import LIKE_ESCAPE, contains_pattern
 from core.timeutil import as_utc
 
@@ -69,6 +69,12 @@ class ConversationFilter:
     broadcast_id: str | None = None
     is_broadcast: bool | None = None
     crm_contact_id: str | None = None
+    # The desk's tabs: archived or not (whatever the status), nobody assigned, one of these teams, and
+    # these conversations only (a live row refresh asks whether one conversation still belongs to a tab).
+    archived: bool | None = None
+    unassigned: bool = False
+    team_ids: list[str] | None = None
+    ids: list[uuid.UUID] = field(default_factory=list)
     skip: int = 0
     take: int = 20
     include_messages: int = 0
@@ -107,6 +113,15 @@ def _filtered(organization_id: uuid.UUID, query: ConversationFilter) -> Select[t
         statement = statement.where(Conversation.member_id == query.assigned_member_id)
     if query.organization_address:
         statement = statement.where(Conversation.organization_address == query.organization_address)
+    if query.archived is not None:
+        archived = Conversation.archived_at.is_not(None)
+        statement = statement.where(archived if query.archived else ~archived)
+    if query.unassigned:
+        statement = statement.where(Conversation.member_id.is_(None))
+    if query.team_ids is not None:
+        statement = statement.where(Conversation.team_id.in_(query.team_ids))
+    if query.ids:
+        statement = statement.where(Conversation.id.in_(query.ids))
     date_column = (
         Conversation.created_at if query.date_field == "created_at" else Conversation.last_message_at
     )
@@ -187,6 +202,11 @@ def list_conversations(organization_id: uuid.UUID, query: ConversationFilter) ->
     page = paginate(statement, offset=query.skip, limit=query.take)
     messages = latest_messages([c.id for c in page.items], query.include_messages)
     return ConversationPage(page.items, page.total, messages)
+
+
+def count_conversations(organization_id: uuid.UUID, query: ConversationFilter) -> int:
+    """How many conversations the filters find (the desk's tab counts), in one query."""
+    return count_of(_filtered(organization_id, query))
 
 
 def _locked(organization_id: uuid.UUID, conversation_id: str | uuid.UUID) -> Conversation:

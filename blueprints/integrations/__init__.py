@@ -10,8 +10,9 @@ hook, and this package plugs the owner in:
 - inbox <- CRM: which deals and tickets link a conversation (a linked conversation is not deleted);
 - members <- channels: the channels an organization has connected (an AI agent's ``connections``);
 - members <- inbox: active conversations per member (presence lists, member removal);
-- messaging <- CRM: a new WhatsApp contact is linked to the CRM contact with that phone identity, and a
-  phone identity added to (or removed from) a CRM contact links (or unlinks) the messaging contacts.
+- messaging <- CRM: a contact links only to a CRM contact of its organization; a new WhatsApp contact
+  is linked to the CRM contact with that phone identity, and a phone identity added to (or removed
+  from) a CRM contact links (or unlinks) the messaging contacts.
 """
 
 from __future__ import annotations
@@ -66,6 +67,12 @@ def _active_counts(*, organization_id: uuid.UUID, member_ids: list[str]) -> dict
     return active_counts(organization_id, member_ids)
 
 
+def _known_crm_contacts(*, organization_id: uuid.UUID, contact_ids: list[str]) -> set[str]:
+    from blueprints.crm.services.links import existing_contact_ids
+
+    return existing_contact_ids(organization_id, contact_ids)
+
+
 def _crm_contact_for_phone(*, organization_id: uuid.UUID, phone: str) -> str | None:
     from blueprints.crm.services.links import contact_id_for_phone
 
@@ -104,7 +111,7 @@ def init_app(app: Flask) -> None:
     )
     from blueprints.inbox.services.conversations import conversation_references
     from blueprints.members.services.hooks import active_conversation_counts, connected_channels
-    from blueprints.messaging.threads import crm_contact_for_phone
+    from blueprints.messaging.threads import crm_contact_for_phone, known_crm_contacts
 
     conversation_transcript.connect(_transcript)
     known_members.connect(_known_members)
@@ -114,5 +121,6 @@ def init_app(app: Flask) -> None:
     connected_channels.connect(_connected_channels)
     active_conversation_counts.connect(_active_counts)
     crm_contact_for_phone.connect(_crm_contact_for_phone)
+    known_crm_contacts.connect(_known_crm_contacts)
     subscribe("crm.contact_identity_added", _on_identity)
     subscribe("crm.contact_identity_removed", _on_identity)

@@ -16,6 +16,7 @@ from blueprints.messaging.models import (
 )
 from blueprints.messaging.schemas import ContactOut
 from blueprints.messaging.threads import (
+    check_crm_contact,
     contact_address_for,
     resolve_crm_contact,
 )
@@ -84,6 +85,7 @@ def create_contact(
     Without ``crm_contact_id`` it is linked to the CRM contact that has one of its phone numbers."""
     identities = _identities(addresses)
     _check_free(organization_id, identities, None)
+    check_crm_contact(organization_id, crm_contact_id)
     if crm_contact_id is None:
         crm_contact_id = next(
             (found for s, a in identities if (found := resolve_crm_contact(organization_id, s, a))), None
@@ -154,6 +156,7 @@ def update_contact(
     if not isinstance(name, _Unset):
         contact.name = name
     if not isinstance(crm_contact_id, _Unset):
+        check_crm_contact(organization_id, crm_contact_id)
         contact.crm_contact_id = crm_contact_id
     if extra is not None:
         contact.extra = {**(contact.extra or {}), **extra}

@@ -37,6 +37,20 @@ CHUNK = 500  # bound IN (...) lists: SQLite allows 32k parameters, PostgreSQL 65
 crm_contact_for_phone = hook(
     "messaging.crm_contact_for_phone", "fn(organization_id, phone) -> CRM contact id (str) | None"
 )
+known_crm_contacts = hook(
+    "messaging.known_crm_contacts",
+    "fn(organization_id, contact_ids) -> the ids among them that name CRM contacts of the organization",
+)
+
+
+def check_crm_contact(organization_id: uuid.UUID, crm_contact_id: str | None) -> None:
+    """A contact links only to a CRM contact of its own organization (404 otherwise). Without the CRM
+    wired in (no receiver), any id is kept as given."""
+    if crm_contact_id is None or not known_crm_contacts.receivers:
+        return
+    answers = known_crm_contacts.answers(organization_id=organization_id, contact_ids=[crm_contact_id])
+    if not any(crm_contact_id in {str(i) for i in found or ()} for found in answers):
+        raise ApiError(404, "CRM contact not found")
 
 
 def resolve_crm_contact(organization_id: uuid.UUID, service: str, address: str) -> str | None:

@@ -3,6 +3,8 @@ deleted, CRM contact merges carry the messaging contacts along, AI agents list t
 
 from __future__ import annotations
 
+import uuid
+
 from flask.testing import FlaskClient
 
 from tests.conftest import Org
@@ -131,3 +133,32 @@ def test_messaging_contacts_follow_crm_phone_identities(
         msg(org, f"/conversations?crm_contact_id={later['id']}"), headers=org.headers()
     ).get_json()
     assert found["total"] == 1 and found["data"][0]["contact_address"] == "+525587654321"
+
+
+def test_a_messaging_contact_links_only_to_a_crm_contact_of_its_organization(
+    client: FlaskClient, org: Org, other_org: Org
+) -> None:
+    mine = client.post(crm(org, "/contacts"), json={"name": "Ana"}, headers=org.headers()).get_json()
+    theirs = client.post(
+        crm(other_org, "/contacts"), json={"name": "Eve"}, headers=other_org.headers()
+    ).get_json()
+    address = [{"service": "whatsapp", "address": "+525511112222"}]
+    for crm_contact_id in (theirs["id"], str(uuid.uuid4()), "not-an-id"):
+        refused = client.post(
+            msg(org, "/contacts"),
+            json={"name": "X", "addresses": address, "crm_contact_id": crm_contact_id},
+            headers=org.headers(),
+        )
+        assert refused.status_code == 404 and refused.get_json()["message"] == "CRM contact not found"
+    linked = client.post(
+        msg(org, "/contacts"),
+        json={"name": "Ana", "addresses": address, "crm_contact_id": mine["id"]},
+        headers=org.headers(),
+    )
+    assert linked.status_code == 201 and linked.get_json()["crm_contact_id"] == mine["id"]
+    moved = client.patch(
+        msg(org, f"/contacts/{linked.get_json()['id']}"),
+        json={"crm_contact_id": theirs["id"]},
+        headers=org.headers(),
+    )
+    assert moved.status_code == 404

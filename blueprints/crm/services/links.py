@@ -7,8 +7,16 @@ import uuid
 
 from sqlalchemy import func, select
 
-from blueprints.crm.models import ContactIdentity, Deal, DealConversation, Ticket, TicketConversation
+from blueprints.crm.models import (
+    ContactIdentity,
+    CrmContact,
+    Deal,
+    DealConversation,
+    Ticket,
+    TicketConversation,
+)
 from core.db import db
+from core.tenancy import missing_ids
 
 
 def _counted(count: int, noun: str) -> str:
@@ -54,3 +62,9 @@ def contact_id_for_phone(organization_id: uuid.UUID, e164: str) -> str | None:
         )
     )
     return str(contact_id) if contact_id else None
+
+
+def existing_contact_ids(organization_id: uuid.UUID, contact_ids: list[str]) -> set[str]:
+    """Which of ``contact_ids`` name CRM contacts of the organization (one query)."""
+    missing = set(missing_ids(CrmContact, contact_ids, organization_id))
+    return {contact_id for contact_id in contact_ids if contact_id not in missing}

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from flask_sqlalchemy import SQLAlchemy
-from sqlalchemy import JSON, DateTime, MetaData, Uuid, event
+from sqlalchemy import JSON, DateTime, MetaData, Select, Uuid, event
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, registry
@@ -109,3 +109,22 @@ def _sqlite_savepoint_inside_a_transaction(connection: Any, name: str) -> None:
     dbapi_connection = connection.connection.dbapi_connection
     if _is_sqlite(dbapi_connection) and not dbapi_connection.in_transaction:
         dbapi_connection.execute("BEGIN")
+
+
+def for_update(statement: Select[Any], *, skip_locked: bool = False) -> Select[Any]:
+    """``statement`` (rows about to be read, changed and written back) holding their rows until the commit,
+    and read afresh: a read-modify-write of a row (a message's JSON ``status`` merge, for one) must take
+    turns with a concurrent one or it overwrites the other's change.
+
+    PostgreSQL: ``SELECT ... FOR UPDATE`` (callers order the rows, so concurrent lockers queue instead of
+    deadlocking). SQLite has no row locks and pysqlite reads outside a transaction: the database's write
+    lock is taken first (``BEGIN IMMEDIATE``, waiting on ``busy_timeout``), so the read sees the last
+    commit and nobody writes before ours. ``skip_locked`` (PostgreSQL): rows another transaction holds
+    are left out instead of waited for."""
+    connection = db.session.connection()
+    if connection.dialect.name == "sqlite":
+        raw = connection.connection.dbapi_connection
+        if raw is not None and not raw.in_transaction:
+            raw.execute("BEGIN IMMEDIATE")
+        return statement.execution_options(populate_existing=True)
+    return statement.with_for_update(skip_locked=skip_locked).execution_options(populate_existing=True)

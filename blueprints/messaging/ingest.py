@@ -6,7 +6,7 @@ time; :func:`store_item` (connected in ``init_app``) stores an item and makes it
 at-least-once and out of order, so:
 - a provider message id already stored (or repeated inside the delivery) is counted as a duplicate;
 - statuses only move forward and keep their timestamps (``threads.apply_status``), merged under a lock
-  on the message row (``threads.for_update``) so concurrent deliveries for one message take turns;
+  on the message row (``core.db.for_update``) so concurrent deliveries for one message take turns;
 - a status for a message not stored yet waits in the backlog; whichever of the send and this delivery
   commits last applies it (:func:`store_item` looks again after its commit);
 - two deliveries racing on the same message meet the unique constraint: the loser rolls back and runs
@@ -42,11 +42,10 @@ from blueprints.messaging.threads import (
     apply_backlog,
     apply_status,
     chunks,
-    for_update,
     resolve_threads,
 )
 from core import uow
-from core.db import db, isoformat
+from core.db import db, for_update, isoformat
 from core.events import publish
 
 log = logging.getLogger(__name__)

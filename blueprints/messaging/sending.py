@@ -51,12 +51,11 @@ from blueprints.messaging.threads import (
     apply_backlog,
     apply_status,
     contact_address_for,
-    for_update,
     mark_failed,
     thread_for,
 )
 from core import uow
-from core.db import db, isoformat, utcnow
+from core.db import db, for_update, isoformat, utcnow
 from core.errors import ApiError
 from core.events import publish
 from core.idempotency import IdempotencyKey

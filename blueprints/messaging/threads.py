@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import Select, delete, select
+from sqlalchemy import delete, select
 from sqlalchemy.orm import joinedload
 
 from blueprints.channels.models import OrganizationAddress
@@ -25,7 +25,7 @@ from blueprints.messaging.models import (
     Message,
     StatusBacklog,
 )
-from core.db import db, isoformat
+from core.db import db, for_update, isoformat
 from core.errors import ApiError
 from core.hooks import hook
 from core.phones import InvalidPhoneNumber, normalize_phone
@@ -190,25 +190,6 @@ def resolve_threads(requests: Iterable[ThreadRequest]) -> dict[ThreadKey, Thread
 def thread_for(address: OrganizationAddress, contact_address: str, provider_id: str | None = None) -> Thread:
     key = ThreadKey(address.organization_id, address.service, address.address, contact_address)
     return resolve_threads([ThreadRequest(key, provider_id)])[key]
-
-
-def for_update(statement: Select[Any], *, skip_locked: bool = False) -> Select[Any]:
-    """``statement`` (rows about to be read, changed and written back) holding their rows until the commit,
-    and read afresh: the status merge reads the JSON ``status`` and writes it back whole, so two concurrent
-    deliveries for one message must take turns or one overwrites the other's timestamp.
-
-    PostgreSQL: ``SELECT ... FOR UPDATE`` (callers order the rows, so concurrent lockers queue instead of
-    deadlocking). SQLite has no row locks and pysqlite reads outside a transaction: the database's write
-    lock is taken first (``BEGIN IMMEDIATE``, waiting on ``busy_timeout``), so the read sees the last
-    commit and nobody writes before ours. ``skip_locked`` (PostgreSQL): rows another transaction holds
-    are left out instead of waited for."""
-    connection = db.session.connection()
-    if connection.dialect.name == "sqlite":
-        raw = connection.connection.dbapi_connection
-        if raw is not None and not raw.in_transaction:
-            raw.execute("BEGIN IMMEDIATE")
-        return statement.execution_options(populate_existing=True)
-    return statement.with_for_update(skip_locked=skip_locked).execution_options(populate_existing=True)
 
 
 def apply_status(

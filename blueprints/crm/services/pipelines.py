@@ -97,6 +97,7 @@ def ensure_default_pipeline(organization_id: uuid.UUID) -> None:
     if _has_pipelines(organization_id):
         return
     shown = _default_pipeline(organization_id)
+    # RETURNING says whether this insert won (psycopg reports no row count for INSERT ... ON CONFLICT)
     inserted = db.session.execute(
         insert_ignore(
             Pipeline.__table__,
@@ -110,9 +111,9 @@ def ensure_default_pipeline(organization_id: uuid.UUID) -> None:
                 "created_at": shown.created_at,
                 "updated_at": shown.updated_at,
             },
-        )
-    ).rowcount  # type: ignore[attr-defined]
-    if not inserted:
+        ).returning(Pipeline.__table__.c.id)
+    ).first()
+    if inserted is None:
         return
     db.session.execute(
         insert(Stage),

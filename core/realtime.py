@@ -80,8 +80,8 @@ def _on_connect(auth: dict[str, Any] | None = None) -> bool:
         environment, organization_id = resolved
         join_room(room_for(environment, organization_id))
         return True
-    for authenticate in _connection_authenticators:
-        rooms = authenticate(auth or {})
+    for authenticate in connection_rooms.receivers:
+        rooms = authenticate(auth=auth or {})
         if rooms:
             for room in rooms:
                 join_room(room)
@@ -89,50 +89,36 @@ def _on_connect(auth: dict[str, Any] | None = None) -> bool:
     return False
 
 
-# The desk pages add a session-based authenticator: a callable returning the rooms to join, or None.
-_connection_authenticators: list[Any] = []
-
-
-def add_connection_authenticator(authenticator: Any) -> None:
-    if authenticator not in _connection_authenticators:
-        _connection_authenticators.append(authenticator)
-
-
-# Areas that track connections (member presence) hear of each disconnect: ``handler(sid)``, called in the
-# outer app's request context of the Socket.IO connection that ended.
-_disconnect_handlers: list[Any] = []
-
-
-def add_disconnect_handler(handler: Any) -> None:
-    if handler not in _disconnect_handlers:
-        _disconnect_handlers.append(handler)
+# Areas that accept connections by other credentials (a member's JWT, a desk session) answer with the
+# rooms to join, or None to leave the decision to the others; nobody answering refuses the connection.
+connection_rooms = hook("realtime.connection_rooms", "fn(auth) -> rooms to join | None")
+# Areas that track connections (member presence) hear of each disconnect, in the outer app's request
+# context of the Socket.IO connection that ended.
+disconnected = hook("realtime.disconnected", "fn(sid) -> None")
 
 
 @socketio.on("disconnect")
 def _on_disconnect(*_reason: Any) -> None:
     sid = getattr(request, "sid", None)
-    for handler in _disconnect_handlers:
+    for handler in disconnected.receivers:
         try:
-            handler(sid)
+            handler(sid=sid)
         except Exception:  # one failing handler must not keep the others from cleaning up
             log.exception("disconnect handler %r failed", handler)
 
 
 # Conversation rooms: a connected client asks to follow one conversation (``join_conversation`` with
 # ``{"conversation_id": ...}``; the acknowledgement says whether it joined). The area that owns
-# conversations registers a checker ``(organization_id, conversation_id) -> bool``, run in the
-# environment of each organization room the client is already in, so a client can only ever join
-# the conversations of its own organization and environment.
-_conversation_checkers: list[Any] = []
+# conversations answers whether it belongs to the organization, asked in the environment of each
+# organization room the client is already in, so a client can only ever join the conversations of its
+# own organization and environment.
+conversation_access = hook(
+    "realtime.conversation_access", "fn(organization_id, conversation_id) -> True when it belongs there"
+)
 
 
 def conversation_room(environment: str, conversation_id: str) -> str:
     return f"{environment}:conversation:{conversation_id}"
-
-
-def add_conversation_checker(checker: Any) -> None:
-    if checker not in _conversation_checkers:
-        _conversation_checkers.append(checker)
 
 
 @socketio.on("join_conversation")
@@ -144,7 +130,11 @@ def _on_join_conversation(data: Any = None) -> dict[str, Any]:
             if kind != "org" or environment not in ENVIRONMENTS:
                 continue
             with in_environment(current_app._get_current_object(), environment):  # type: ignore[attr-defined]
-                allowed = any(check(organization_id, conversation_id) for check in _conversation_checkers)
+                allowed = any(
+                    conversation_access.answers(
+                        organization_id=organization_id, conversation_id=conversation_id
+                    )
+                )
             if allowed:
                 target = conversation_room(environment, conversation_id)
                 join_room(target)

@@ -26,7 +26,7 @@ def _session_user_id(environment: str) -> str | None:
     return str(user_id) if user_id else None
 
 
-def _authenticate(auth: dict[str, Any]) -> list[str] | None:
+def _authenticate(*, auth: dict[str, Any]) -> list[str] | None:
     environment = auth.get("desk") if isinstance(auth, dict) else None
     if environment not in ENVIRONMENTS:
         return None
@@ -44,4 +44,4 @@ def _authenticate(auth: dict[str, Any]) -> list[str] | None:
 
 
 def install() -> None:
-    realtime.add_connection_authenticator(_authenticate)
+    realtime.connection_rooms.connect(_authenticate)

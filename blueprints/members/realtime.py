@@ -80,7 +80,7 @@ def hold_connection(environment: str, organization_id: uuid.UUID, member_id: str
     return [room_for(environment, organization_id)]
 
 
-def _authenticate(auth: dict[str, Any]) -> list[str] | None:
+def _authenticate(*, auth: dict[str, Any]) -> list[str] | None:
     """Socket.IO authenticator for a member's JWT: records the connection and returns the organization's
     room, or None to let another authenticator (or the refusal) decide."""
     token = auth.get("token") if isinstance(auth, dict) else None
@@ -96,7 +96,7 @@ def _authenticate(auth: dict[str, Any]) -> list[str] | None:
     return None
 
 
-def _disconnected(sid: str | None) -> None:
+def _disconnected(*, sid: str | None) -> None:
     """Forget the socket; when it was the member's last connection, start the grace timer."""
     with _lock:
         held = _local_connections.pop(sid or "", None)
@@ -156,5 +156,5 @@ def ensure_heartbeat(app: Flask) -> None:
 
 def install() -> None:
     """Idempotent: both environments' apps call it; the Socket.IO server is shared."""
-    realtime.add_connection_authenticator(_authenticate)
-    realtime.add_disconnect_handler(_disconnected)
+    realtime.connection_rooms.connect(_authenticate)
+    realtime.disconnected.connect(_disconnected)

@@ -7,7 +7,7 @@ both (an open inbox with an open thread) receives it once.
 from __future__ import annotations
 
 from core.events import DomainEvent
-from core.realtime import add_conversation_checker, conversation_room, event_rooms
+from core.realtime import conversation_access, conversation_room, event_rooms
 
 CONVERSATION_EVENTS = ("message.created", "message.updated")
 
@@ -19,7 +19,7 @@ def _conversation_room(*, event: DomainEvent) -> list[str]:
     return []
 
 
-def _belongs(organization_id: str, conversation_id: str) -> bool:
+def _belongs(*, organization_id: str, conversation_id: str) -> bool:
     from blueprints.messaging.services import conversation_belongs
 
     return conversation_belongs(organization_id, conversation_id)
@@ -27,4 +27,4 @@ def _belongs(organization_id: str, conversation_id: str) -> bool:
 
 def install() -> None:
     event_rooms.connect(_conversation_room)
-    add_conversation_checker(_belongs)
+    conversation_access.connect(_belongs)

@@ -208,6 +208,22 @@ def idempotent(view: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+def settle(scope: str, key: str, status: int, body: dict[str, Any]) -> bool:
+    """Answer a key whose work was left in progress (its request died) with the outcome found later, so a
+    retry gets that answer instead of 409 "in progress". True when a waiting key was settled."""
+    record = db.session.scalar(
+        select(IdempotencyKey).where(
+            IdempotencyKey.scope == scope, IdempotencyKey.key == key, IdempotencyKey.response_status.is_(None)
+        )
+    )
+    if record is None:
+        return False
+    record.response_status = status
+    record.response = body
+    record.response_headers = {}
+    return True
+
+
 def purge_expired() -> int:
     """Delete keys older than :data:`TTL`; returns how many."""
     deleted = db.session.execute(delete(IdempotencyKey).where(IdempotencyKey.created_at < utcnow() - TTL))

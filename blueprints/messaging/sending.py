@@ -54,11 +54,10 @@ from blueprints.messaging.threads import (
     mark_failed,
     thread_for,
 )
-from core import uow
+from core import idempotency, uow
 from core.db import db, for_update, isoformat, utcnow
 from core.errors import ApiError
 from core.events import publish
-from core.idempotency import IdempotencyKey
 from core.phones import digits_only
 from core.timeutil import parse_iso_datetime
 
@@ -575,16 +574,5 @@ def _outbound_for(address: OrganizationAddress, message: Message) -> OutboundMes
 
 def _answer_idempotency_key(message: Message) -> None:
     """The key a dead send ran under answers from now on with the message as it now is (201), not 409."""
-    if not message.idempotency_scope or not message.idempotency_key:
-        return
-    record = db.session.scalar(
-        select(IdempotencyKey).where(
-            IdempotencyKey.scope == message.idempotency_scope,
-            IdempotencyKey.key == message.idempotency_key,
-            IdempotencyKey.response_status.is_(None),
-        )
-    )
-    if record is not None:
-        record.response_status = 201
-        record.response = MessageOut.dump(message)
-        record.response_headers = {}
+    if message.idempotency_scope and message.idempotency_key:
+        idempotency.settle(message.idempotency_scope, message.idempotency_key, 201, MessageOut.dump(message))

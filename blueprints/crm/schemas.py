@@ -11,7 +11,6 @@ from typing import Annotated, Any, Literal
 from pydantic import (
     BaseModel,
     BeforeValidator,
-    ConfigDict,
     Field,
     WithJsonSchema,
     field_validator,
@@ -19,8 +18,8 @@ from pydantic import (
 )
 
 from blueprints.crm.money import CURRENCIES, decimal_str, money_str, number_out, price_str
-from core.db import isoformat
 from core.pagination import MAX_LIMIT, LimitOffsetQuery
+from core.responses import ResponseModel, WireOptionalText, WireText
 from core.timeutil import get_zone
 from core.validation import QueryModel, RequestModel
 
@@ -466,28 +465,18 @@ class AccountContactBody(RequestModel):
 # summaries) are computed in ``derive``.
 
 
-def _text_id(value: Any) -> Any:
-    return str(value) if isinstance(value, uuid.UUID) else value
-
-
-def _instant(value: Any) -> Any:
-    return isoformat(value) if isinstance(value, datetime) else value
-
-
-TextId = Annotated[str, BeforeValidator(_text_id)]
+TextId = WireText
 # A Decimal the JSON provider writes as a number with its exact decimal text (core.jsonio); dump such a
 # model in python mode, as JSON mode would turn it into a string.
 ExactNumber = Annotated[
     Decimal, WithJsonSchema({"type": "number", "description": "exact decimal value, never a float"})
 ]
-OptionalTextId = Annotated[str | None, BeforeValidator(_text_id)]
-Instant = Annotated[str, BeforeValidator(_instant), Field(description="ISO 8601, UTC, milliseconds")]
-OptionalInstant = Annotated[str | None, BeforeValidator(_instant)]
+OptionalTextId = WireOptionalText
+Instant = Annotated[WireText, Field(description="ISO 8601, UTC, milliseconds")]
+OptionalInstant = WireOptionalText
 
 
-class OutModel(BaseModel):
-    model_config = ConfigDict(from_attributes=True)
-
+class OutModel(ResponseModel):
     @classmethod
     def derive(cls, row: Any) -> dict[str, Any]:
         """Fields computed from the row rather than read from an attribute of the same name."""
@@ -502,11 +491,6 @@ class OutModel(BaseModel):
         if not derived:
             return data
         return {name: derived[name] if name in derived else getattr(data, name) for name in cls.model_fields}
-
-    @classmethod
-    def dump(cls, row: Any) -> dict[str, Any]:
-        """The JSON body for ``row`` (an ORM row, a service dataclass or a dict of them)."""
-        return cls.model_validate(row).model_dump(mode="json")
 
 
 class StageOut(OutModel):

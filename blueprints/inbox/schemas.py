@@ -3,15 +3,14 @@ flows, routing rules and broadcasts."""
 
 from __future__ import annotations
 
-import uuid
 from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, RootModel, field_validator, model_validator
 
 from blueprints.messaging.schemas import ConversationOut
-from core.db import isoformat
 from core.pagination import SkipTakeQuery
+from core.responses import ResponseModel
 from core.validation import QueryModel, RequestModel
 
 MAX_INCLUDE_MESSAGES = 50
@@ -235,24 +234,8 @@ class BroadcastListQuery(SkipTakeQuery):
 
 
 # Response shapes: each one feeds the OpenAPI document and serialises what the services return.
-class RowOut(BaseModel):
-    """A response read from an ORM row or a dataclass: ids as text, times as ISO 8601 with milliseconds and
-    ``Z`` (``core.db.isoformat``)."""
-
-    model_config = ConfigDict(from_attributes=True)
-
-    @field_validator("*", mode="before")
-    @classmethod
-    def _wire(cls, value: Any) -> Any:
-        if isinstance(value, uuid.UUID):
-            return str(value)
-        if isinstance(value, datetime):
-            return isoformat(value)
-        return value
-
-    @classmethod
-    def dump(cls, obj: Any, **options: Any) -> dict[str, Any]:
-        return cls.model_validate(obj, from_attributes=True).model_dump(mode="json", **options)
+class RowOut(ResponseModel):
+    """A response read from an ORM row or a dataclass (``core.responses``)."""
 
 
 class ConversationListItem(ConversationOut):

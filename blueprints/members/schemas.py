@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import re
 import uuid
-from datetime import date, datetime
+from datetime import date
 from typing import Annotated, Any, Literal
 from urllib.parse import urlparse
 
 from email_validator import EmailNotValidError, validate_email
 from pydantic import (
     BaseModel,
-    BeforeValidator,
     ConfigDict,
     Field,
     RootModel,
@@ -26,9 +25,9 @@ from pydantic import (
 )
 
 from blueprints.members.models import STATUSES, TOOLS
-from core.db import isoformat
 from core.pagination import PageLimitQuery, SkipTakeQuery
 from core.phones import InvalidPhoneNumber, normalize_phone
+from core.responses import ResponseModel, WireObject, WireOptionalText, WireText
 from core.timeutil import get_zone
 from core.validation import QueryModel, RequestModel
 
@@ -39,34 +38,16 @@ assert set(STATUSES) == {"online", "offline", "busy", "away"}
 # ------------------------------------------------------------------------------------ response basics
 
 
-def _text(value: Any) -> Any:
-    return value if value is None or isinstance(value, str) else str(value)
+# UUIDs and datetimes of rows as the wire shows them (ISO 8601 with milliseconds and Z); JSON columns that
+# may hold null are shown as {} (core.responses).
+Text = WireText
+OptionalText = WireOptionalText
+Timestamp = WireText
+JsonObject = WireObject
 
 
-def _timestamp(value: Any) -> Any:
-    return isoformat(value) if isinstance(value, datetime) else value
-
-
-def _object(value: Any) -> Any:
-    return {} if value is None else value
-
-
-# UUIDs and datetimes of rows as the wire shows them (ISO 8601 with milliseconds and Z); JSON columns
-# that may hold null are shown as {}.
-Text = Annotated[str, BeforeValidator(_text)]
-OptionalText = Annotated[str | None, BeforeValidator(_text)]
-Timestamp = Annotated[str, BeforeValidator(_timestamp)]
-JsonObject = Annotated[dict[str, Any], BeforeValidator(_object)]
-
-
-class OutModel(BaseModel):
+class OutModel(ResponseModel):
     """A response shape that reads the domain objects of the services by attribute."""
-
-    model_config = ConfigDict(from_attributes=True, populate_by_name=True)
-
-    @classmethod
-    def dump(cls, value: Any) -> Any:
-        return cls.model_validate(value).model_dump(mode="json", by_alias=True)
 
 
 class OutList(RootModel[Any]):

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from blueprints.messaging.models import Conversation
 from core.db import isoformat
 from core.pagination import MAX_TAKE
+from core.responses import ResponseModel
 from core.timeutil import parse_iso_datetime
 from core.validation import QueryModel, RequestModel
 
@@ -189,24 +189,8 @@ class ContactListQuery(QueryModel):
 # ---- responses: each shape is declared here once; it documents the route and writes its JSON ----
 
 
-class WireModel(BaseModel):
-    """Read from ORM rows: ids become strings and datetimes ISO 8601 with milliseconds and ``Z``."""
-
-    model_config = ConfigDict(from_attributes=True)
-
-    @field_validator("*", mode="before")
-    @classmethod
-    def _wire(cls, value: Any) -> Any:
-        if isinstance(value, uuid.UUID):
-            return str(value)
-        if isinstance(value, datetime):
-            return isoformat(value)
-        return value
-
-    @classmethod
-    def dump(cls, source: Any) -> dict[str, Any]:
-        """The JSON object of ``source`` (a row or a mapping) in this shape."""
-        return cls.model_validate(source).model_dump(mode="json")
+class WireModel(ResponseModel):
+    """Read from ORM rows (``core.responses``)."""
 
 
 class MessageOut(WireModel):

@@ -1,0 +1,51 @@
+"""The one base of every response shape.
+
+Each area declares its responses once as pydantic models: they feed the OpenAPI document and serialise
+what the services return (ORM rows, dataclasses, dicts) with ``Model.dump(obj)``. On the wire, ids are
+text and instants are ISO 8601 with milliseconds and ``Z`` (``core.db.isoformat``); JSON columns that
+may hold null read as ``{}`` where a field says so (``WireObject``).
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, field_validator
+
+from core.db import isoformat
+
+
+def wire_value(value: Any) -> Any:
+    """A UUID as text, a datetime as the wire's ISO 8601; anything else as it is."""
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, datetime):
+        return isoformat(value)
+    return value
+
+
+def _object(value: Any) -> Any:
+    return {} if value is None else value
+
+
+WireText = Annotated[str, BeforeValidator(wire_value)]
+WireOptionalText = Annotated[str | None, BeforeValidator(wire_value)]
+WireObject = Annotated[dict[str, Any], BeforeValidator(_object)]
+
+
+class ResponseModel(BaseModel):
+    """Reads domain objects by attribute; ``derive`` computes the fields a row does not hold itself."""
+
+    model_config = ConfigDict(from_attributes=True, populate_by_name=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _wire(cls, value: Any) -> Any:
+        return wire_value(value)
+
+    @classmethod
+    def dump(cls, obj: Any, **options: Any) -> Any:
+        """The JSON body for ``obj`` in this shape."""
+        return cls.model_validate(obj).model_dump(mode="json", by_alias=True, **options)

@@ -12,7 +12,7 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from core.db import isoformat
 
@@ -32,6 +32,7 @@ def _object(value: Any) -> Any:
 
 WireText = Annotated[str, BeforeValidator(wire_value)]
 WireOptionalText = Annotated[str | None, BeforeValidator(wire_value)]
+WireInstant = Annotated[str, BeforeValidator(wire_value), Field(description="ISO 8601, UTC, milliseconds")]
 WireObject = Annotated[dict[str, Any], BeforeValidator(_object)]
 
 
@@ -39,6 +40,21 @@ class ResponseModel(BaseModel):
     """Reads domain objects by attribute; ``derive`` computes the fields a row does not hold itself."""
 
     model_config = ConfigDict(from_attributes=True, populate_by_name=True)
+
+    @classmethod
+    def derive(cls, row: Any) -> dict[str, Any]:
+        """Fields computed from the row rather than read from an attribute of the same name."""
+        return {}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_row(cls, data: Any) -> Any:
+        if isinstance(data, dict | BaseModel):
+            return data
+        derived = cls.derive(data)
+        if not derived:
+            return data
+        return {name: derived[name] if name in derived else getattr(data, name) for name in cls.model_fields}
 
     @field_validator("*", mode="before")
     @classmethod

@@ -14,12 +14,11 @@ from pydantic import (
     Field,
     WithJsonSchema,
     field_validator,
-    model_validator,
 )
 
 from blueprints.crm.money import CURRENCIES, decimal_str, money_str, number_out, price_str
 from core.pagination import MAX_LIMIT, LimitOffsetQuery
-from core.responses import ResponseModel, WireOptionalText, WireText
+from core.responses import ResponseModel, WireInstant, WireOptionalText, WireText
 from core.timeutil import get_zone
 from core.validation import QueryModel, RequestModel
 
@@ -472,25 +471,12 @@ ExactNumber = Annotated[
     Decimal, WithJsonSchema({"type": "number", "description": "exact decimal value, never a float"})
 ]
 OptionalTextId = WireOptionalText
-Instant = Annotated[WireText, Field(description="ISO 8601, UTC, milliseconds")]
+Instant = WireInstant
 OptionalInstant = WireOptionalText
 
 
 class OutModel(ResponseModel):
-    @classmethod
-    def derive(cls, row: Any) -> dict[str, Any]:
-        """Fields computed from the row rather than read from an attribute of the same name."""
-        return {}
-
-    @model_validator(mode="before")
-    @classmethod
-    def _from_row(cls, data: Any) -> Any:
-        if isinstance(data, dict | BaseModel):
-            return data
-        derived = cls.derive(data)
-        if not derived:
-            return data
-        return {name: derived[name] if name in derived else getattr(data, name) for name in cls.model_fields}
+    """The CRM's responses (``core.responses``; ``derive`` computes amounts and nested summaries)."""
 
 
 class StageOut(OutModel):

@@ -56,9 +56,570 @@
       });
   });
 
-  window.agentDesk = { socket: socket, joinConversation: function (conversationId) {
+  function joinConversation(conversationId) {
     return new Promise(function (resolve) {
       socket.emit("join_conversation", { conversation_id: conversationId }, resolve);
     });
-  } };
+  }
+
+  window.agentDesk = { socket: socket, joinConversation: joinConversation };
+
+  // Teammates menu: how many are online, kept true as their dots change.
+  body.addEventListener("desk:presence.updated", function () {
+    const count = document.querySelector("#teammates [data-online-count]");
+    if (count) {
+      const online = document.querySelectorAll('#teammates [data-teammate] [data-status="online"]').length;
+      count.textContent = online;
+      count.classList.toggle("text-bg-success", online > 0);
+      count.classList.toggle("text-bg-secondary", online === 0);
+    }
+  });
+
+  // Presence switcher: away and offline ask for a reason.
+  body.addEventListener("change", function (evt) {
+    const radio = evt.target.closest(".presence-menu input[name=status]");
+    if (!radio) {
+      return;
+    }
+    const box = radio.form.querySelector("[data-reason-box]");
+    if (box) {
+      box.hidden = radio.dataset.needsReason !== "true";
+    }
+  });
+
+  // ---- the inbox ------------------------------------------------------------------------------------
+  // Fragments are fetched, never built here: the server renders every row, message and panel.
+
+  function inbox() {
+    return document.getElementById("inbox");
+  }
+
+  function base() {
+    const element = inbox();
+    return element ? element.dataset.base : null;
+  }
+
+  function openId() {
+    const thread = document.querySelector("[data-open-conversation-id]");
+    return thread ? thread.dataset.openConversationId : null;
+  }
+
+  // The list's own URL: /inbox or /inbox/c/<id> as the agent sees it now (the desk home shows /desk).
+  function listPath() {
+    return /\/inbox(\/c\/[^/]+)?$/.test(location.pathname) ? location.pathname : base();
+  }
+
+  function withState(url, extra) {
+    const params = new URLSearchParams(location.search);
+    Object.keys(extra || {}).forEach(function (key) {
+      params.set(key, extra[key]);
+    });
+    const query = params.toString();
+    return url + (query ? "?" + query : "");
+  }
+
+  function fetchFragment(url) {
+    return fetch(url, { headers: { "HX-Request": "true" }, credentials: "same-origin" }).then(function (response) {
+      return response.ok ? response.text() : "";
+    });
+  }
+
+  function nodesOf(html) {
+    const template = document.createElement("template");
+    template.innerHTML = html.trim();
+    return Array.from(template.content.children);
+  }
+
+  function atOf(element) {
+    return Date.parse(element.dataset.at || "") || 0;
+  }
+
+  const threadElement = function () {
+    return document.getElementById("thread");
+  };
+
+  function nearBottom() {
+    const scroller = document.getElementById("thread-scroll");
+    return !scroller || scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 120;
+  }
+
+  function scrollToBottom() {
+    const scroller = document.getElementById("thread-scroll");
+    if (scroller) {
+      scroller.scrollTop = scroller.scrollHeight;
+    }
+  }
+
+  // Insert a thread item where its time puts it (usually the end), once.
+  function placeItem(node) {
+    const thread = threadElement();
+    if (!thread || document.getElementById(node.id)) {
+      return;
+    }
+    const empty = document.getElementById("thread-empty");
+    if (empty) {
+      empty.remove();
+    }
+    const at = atOf(node);
+    let after = thread.lastElementChild;
+    while (after && after.dataset.at && atOf(after) > at) {
+      after = after.previousElementSibling;
+    }
+    if (after) {
+      after.after(node);
+    } else {
+      thread.prepend(node);
+    }
+    htmx.process(node);
+  }
+
+  // Message id -> true when another change arrived while its fragment was being fetched (fetch again).
+  const loadingMessages = new Map();
+
+  function showMessage(conversationId, messageId, replace) {
+    if (conversationId !== openId()) {
+      return;
+    }
+    if (loadingMessages.has(messageId)) {
+      if (replace) {
+        loadingMessages.set(messageId, true);
+      }
+      return;
+    }
+    const existing = document.getElementById("m-" + messageId);
+    if (existing && !replace) {
+      return;
+    }
+    loadingMessages.set(messageId, false);
+    const stick = nearBottom();
+    fetchFragment(base() + "/c/" + conversationId + "/messages/" + messageId).then(function (html) {
+      const again = loadingMessages.get(messageId);
+      loadingMessages.delete(messageId);
+      if (again) {
+        showMessage(conversationId, messageId, true);
+      }
+      const node = nodesOf(html)[0];
+      if (!node || conversationId !== openId()) {
+        return;
+      }
+      const current = document.getElementById(node.id);
+      if (current) {
+        current.replaceWith(node);
+        htmx.process(node);
+      } else {
+        placeItem(node);
+      }
+      if (stick) {
+        scrollToBottom();
+      }
+    });
+  }
+
+  function showActivity(conversationId) {
+    const thread = threadElement();
+    if (conversationId !== openId() || !thread) {
+      return;
+    }
+    let after = thread.dataset.renderedAt;
+    thread.querySelectorAll(".note-item, .audit-item").forEach(function (item) {
+      if (!after || atOf(item) > Date.parse(after)) {
+        after = item.dataset.at;
+      }
+    });
+    const stick = nearBottom();
+    fetchFragment(base() + "/c/" + conversationId + "/activity?after=" + encodeURIComponent(after || ""))
+      .then(function (html) {
+        if (conversationId !== openId()) {
+          return;
+        }
+        nodesOf(html).forEach(placeItem);
+        if (stick) {
+          scrollToBottom();
+        }
+      });
+  }
+
+  // One row, as the current list (tab and filters) shows it: moved to the top on a new message, removed
+  // when the conversation left this list, added when it joined it.
+  function refreshRow(conversationId, toTop) {
+    const rows = document.getElementById("rows");
+    if (!rows) {
+      return;
+    }
+    fetchFragment(withState(base() + "/row/" + conversationId, { open: openId() || "" })).then(function (html) {
+      const current = document.getElementById("row-" + conversationId);
+      const node = nodesOf(html)[0];
+      if (!node) {
+        if (current) {
+          current.remove();
+        }
+        return;
+      }
+      if (current && !toTop) {
+        current.replaceWith(node);
+      } else {
+        if (current) {
+          current.remove();
+        }
+        rows.prepend(node);
+        const empty = document.getElementById("list-empty");
+        if (empty) {
+          empty.remove();
+        }
+      }
+      htmx.process(node);
+    });
+  }
+
+  let countsTimer = null;
+  function refreshCounts() {
+    clearTimeout(countsTimer);
+    countsTimer = setTimeout(function () {
+      htmx.trigger(body, "desk:refresh-counts");
+    }, 300);
+  }
+
+  // The panel is not swapped under the agent's fingers: while they type or choose in it, the refresh
+  // waits until the focus leaves it.
+  function refreshPanel(conversationId) {
+    const panel = document.getElementById("side-panel");
+    if (conversationId !== openId() || !panel) {
+      return;
+    }
+    fetchFragment(withState(base() + "/c/" + conversationId + "/panel")).then(function (html) {
+      const current = document.getElementById("side-panel");
+      if (!html || !current || conversationId !== openId()) {
+        return;
+      }
+      if (current.contains(document.activeElement) && typing(document.activeElement)) {
+        current.dataset.stale = conversationId;
+        return;
+      }
+      delete current.dataset.stale;
+      current.innerHTML = html;
+      htmx.process(current);
+    });
+  }
+
+  body.addEventListener("focusout", function (evt) {
+    const panel = document.getElementById("side-panel");
+    if (panel && panel.dataset.stale && panel.contains(evt.target)) {
+      setTimeout(function () {
+        if (!panel.contains(document.activeElement)) {
+          refreshPanel(panel.dataset.stale);
+        }
+      }, 0);
+    }
+  });
+
+  function conversationOf(data) {
+    return String(data.conversation_id || (data.conversation || {}).id || "");
+  }
+
+  body.addEventListener("desk:message.created", function (evt) {
+    const data = evt.detail.data || {};
+    if (!inbox()) {
+      return;
+    }
+    showMessage(conversationOf(data), String(data.id), false);
+    refreshRow(conversationOf(data), true);
+    refreshCounts();
+  });
+
+  body.addEventListener("desk:message.updated", function (evt) {
+    const data = evt.detail.data || {};
+    if (inbox()) {
+      showMessage(conversationOf(data), String(data.id), true);
+    }
+  });
+
+  ["desk:conversation.updated", "desk:conversation.assigned"].forEach(function (name) {
+    body.addEventListener(name, function (evt) {
+      const conversationId = conversationOf(evt.detail.data || {});
+      if (!inbox() || !conversationId) {
+        return;
+      }
+      refreshRow(conversationId, false);
+      refreshCounts();
+      refreshPanel(conversationId);
+      showActivity(conversationId);
+    });
+  });
+
+  body.addEventListener("desk:conversation.note_added", function (evt) {
+    if (inbox()) {
+      showActivity(conversationOf(evt.detail.data || {}));
+    }
+  });
+
+  // What the server answers to our own sends (HX-Trigger), in case the socket is slower or down.
+  body.addEventListener("desk:sent", function (evt) {
+    const detail = evt.detail || {};
+    const form = evt.target.closest("form");
+    clearDraft(form);
+    if (form && form.id === "template-send") {
+      const box = document.getElementById("template-form");
+      if (box) {
+        box.innerHTML = "";
+      }
+    }
+    showMessage(String(detail.conversation_id), String(detail.message_id), false);
+    refreshRow(String(detail.conversation_id), true);
+  });
+
+  body.addEventListener("desk:noted", function (evt) {
+    clearDraft(evt.target.closest("form"));
+    showActivity(String((evt.detail || {}).conversation_id));
+  });
+
+  // After a reconnect, fetch what the visible panes may have missed.
+  body.addEventListener("desk:reconnected", function () {
+    if (!inbox()) {
+      return;
+    }
+    htmx.ajax("GET", listPath() + location.search, { target: "#list-pane", swap: "innerHTML" });
+    if (openId()) {
+      htmx.ajax("GET", listPath() + location.search, { target: "#conversation", swap: "innerHTML" });
+    }
+    htmx.trigger(body, "desk:refresh-counts");
+  });
+
+  // Links and forms of the list keep the conversation that is open (the URL is the agent's place).
+  body.addEventListener("htmx:configRequest", function (evt) {
+    if (evt.detail.elt.closest && evt.detail.elt.closest("[data-list-link]") && evt.detail.verb === "get") {
+      const url = new URL(evt.detail.path, location.href);
+      evt.detail.path = listPath() + url.search;
+    }
+  });
+
+  // ---- the open conversation: room, row highlight, scroll, drafts ------------------------------------
+
+  let joined = null;
+  function followOpenConversation() {
+    const conversationId = openId();
+    const element = inbox();
+    if (element) {
+      element.classList.toggle("has-open", Boolean(conversationId));
+    }
+    document.querySelectorAll("#rows .conv-row").forEach(function (row) {
+      const active = row.dataset.conversation === conversationId;
+      row.classList.toggle("active-row", active);
+      const link = row.querySelector(".conv-link");
+      if (link) {
+        if (active) {
+          link.setAttribute("aria-current", "true");
+        } else {
+          link.removeAttribute("aria-current");
+        }
+      }
+    });
+    if (conversationId && conversationId !== joined) {
+      if (joined) {
+        socket.emit("leave_conversation", { conversation_id: joined });
+      }
+      joined = conversationId;
+      joinConversation(conversationId);
+    }
+  }
+
+  socket.on("connect", function () {
+    if (joined) {
+      joinConversation(joined);
+    }
+  });
+
+  function restoreDrafts(root) {
+    root.querySelectorAll("textarea[data-draft]").forEach(function (area) {
+      const saved = localStorage.getItem(area.dataset.draft);
+      if (saved && !area.value) {
+        area.value = saved;
+      }
+    });
+  }
+
+  function clearDraft(form) {
+    if (!form) {
+      return;
+    }
+    form.querySelectorAll("textarea[data-draft]").forEach(function (area) {
+      localStorage.removeItem(area.dataset.draft);
+      area.value = "";
+    });
+    form.querySelectorAll("input[name=attachment]").forEach(function (input) {
+      input.value = "";
+    });
+  }
+
+  body.addEventListener("input", function (evt) {
+    const area = evt.target.closest("textarea[data-draft]");
+    if (area) {
+      if (area.value) {
+        localStorage.setItem(area.dataset.draft, area.value);
+      } else {
+        localStorage.removeItem(area.dataset.draft);
+      }
+    }
+    const parameter = evt.target.closest("#template-send [data-param]");
+    if (parameter) {
+      const form = parameter.form;
+      const preview = form.querySelector("[data-template-body]");
+      const values = {};
+      form.querySelectorAll("[data-param]").forEach(function (input) {
+        values[input.dataset.param] = input.value;
+      });
+      preview.textContent = preview.dataset.templateBody.replace(/\{\{\s*([a-z0-9_]+)\s*\}\}/g, function (whole, name) {
+        return values[name] || whole;
+      });
+    }
+  });
+
+  // Enter sends, Shift+Enter adds a line (not while an input method is composing a character).
+  body.addEventListener("keydown", function (evt) {
+    const area = evt.target.closest && evt.target.closest("textarea[data-enter-sends]");
+    if (area && evt.key === "Enter" && !evt.shiftKey && !evt.isComposing) {
+      evt.preventDefault();
+      if (area.value.trim()) {
+        area.form.requestSubmit();
+      }
+    }
+  });
+
+  // Reply or note.
+  body.addEventListener("change", function (evt) {
+    const mode = evt.target.closest("input[name=composer-mode]");
+    if (!mode) {
+      return;
+    }
+    const box = mode.closest(".composer");
+    box.querySelectorAll("[data-mode-panel]").forEach(function (panel) {
+      panel.hidden = panel.dataset.modePanel !== mode.value;
+    });
+    const area = box.querySelector('[data-mode-panel="' + mode.value + '"] textarea');
+    if (area) {
+      area.focus();
+    }
+  });
+
+  // The service window's countdown; when it closes the composer turns into the template picker.
+  function updateCountdown() {
+    const box = document.getElementById("composer-box");
+    const label = box && box.querySelector("[data-countdown]");
+    if (!label || !box.dataset.expires) {
+      return;
+    }
+    const left = Date.parse(box.dataset.expires) - Date.now();
+    if (left <= 0) {
+      htmx.ajax("GET", base() + "/c/" + box.dataset.conversation + "/composer", { target: "#composer", swap: "innerHTML" });
+      return;
+    }
+    const hours = Math.floor(left / 3600000);
+    const minutes = Math.floor((left % 3600000) / 60000);
+    let text;
+    try {
+      text = new Intl.DurationFormat(document.documentElement.lang, { style: "short" }).format({ hours: hours, minutes: minutes });
+    } catch (error) {
+      text = hours + " h " + minutes + " min";
+    }
+    label.textContent = label.dataset.labelLeft.replace("%(time)s", text);
+  }
+  setInterval(updateCountdown, 30000);
+
+  // Older messages load when the agent scrolls to the top, keeping what they were reading in place.
+  let olderFrom = null;
+  body.addEventListener("scroll", function (evt) {
+    if (evt.target.id === "thread-scroll" && evt.target.scrollTop < 80) {
+      const button = document.querySelector("#older [data-older]");
+      if (button && olderFrom === null) {
+        button.click();
+      }
+    }
+  }, true);
+  body.addEventListener("htmx:beforeRequest", function (evt) {
+    if (evt.detail.elt.hasAttribute && evt.detail.elt.hasAttribute("data-older")) {
+      const scroller = document.getElementById("thread-scroll");
+      olderFrom = scroller.scrollHeight - scroller.scrollTop;
+    }
+  });
+
+  htmx.onLoad(function (content) {
+    restoreDrafts(content);
+    if (olderFrom !== null && document.getElementById("thread-scroll")) {
+      const scroller = document.getElementById("thread-scroll");
+      scroller.scrollTop = scroller.scrollHeight - olderFrom;
+      olderFrom = null;
+      return;
+    }
+    if (content.querySelector && (content.querySelector("#thread") || content.id === "inbox" || content === body)) {
+      followOpenConversation();
+      scrollToBottom();
+      updateCountdown();
+    }
+  });
+
+  body.addEventListener("htmx:afterSettle", function (evt) {
+    if (evt.detail.target && evt.detail.target.id === "list-pane") {
+      followOpenConversation();
+    }
+  });
+
+  // ---- keyboard ------------------------------------------------------------------------------------
+  function typing(target) {
+    return target.closest("input, textarea, select, [contenteditable]") !== null;
+  }
+
+  function step(offset) {
+    const rows = Array.from(document.querySelectorAll("#rows .conv-row"));
+    if (!rows.length) {
+      return;
+    }
+    const current = rows.findIndex(function (row) {
+      return row.dataset.conversation === openId();
+    });
+    const next = rows[Math.max(0, Math.min(rows.length - 1, current === -1 ? 0 : current + offset))];
+    const link = next.querySelector(".conv-link");
+    link.focus();
+    link.click();
+  }
+
+  document.addEventListener("keydown", function (evt) {
+    if (!inbox() || evt.ctrlKey || evt.metaKey || evt.altKey || typing(evt.target)) {
+      return;
+    }
+    if (document.querySelector(".modal.show")) {
+      return;
+    }
+    if (evt.key === "j" || evt.key === "k") {
+      evt.preventDefault();
+      step(evt.key === "j" ? 1 : -1);
+    } else if (evt.key === "r") {
+      const area = document.querySelector("#composer textarea:not([hidden])");
+      const visible = Array.from(document.querySelectorAll("#composer [data-mode-panel]:not([hidden]) textarea, #composer [data-mode-panel]:not([hidden]) input"))[0];
+      if (visible || area) {
+        evt.preventDefault();
+        (visible || area).focus();
+      }
+    } else if (evt.key === "e") {
+      const archive = document.querySelector("[data-shortcut-archive]");
+      if (archive) {
+        evt.preventDefault();
+        archive.click();
+      }
+    } else if (evt.key === "/") {
+      evt.preventDefault();
+      document.getElementById("list-search").focus();
+    } else if (evt.key === "?") {
+      evt.preventDefault();
+      bootstrap.Modal.getOrCreateInstance(document.getElementById("shortcuts")).show();
+    }
+  });
+
+  // Narrow windows: the details panel opens over the thread.
+  body.addEventListener("click", function (evt) {
+    const toggle = evt.target.closest("[data-toggle-panel]");
+    if (toggle) {
+      const panel = document.getElementById("side-panel");
+      panel.classList.toggle("show");
+      toggle.setAttribute("aria-expanded", panel.classList.contains("show") ? "true" : "false");
+    }
+  });
 })();

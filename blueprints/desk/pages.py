@@ -3,17 +3,24 @@
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import asdict
+from typing import Any
 from urllib.parse import urlsplit
 
-from flask import Blueprint, Response, redirect, render_template, request, session, url_for
+from flask import Blueprint, Response, g, make_response, redirect, render_template, request, session, url_for
 from flask_babel import gettext as _
-from flask_login import login_user, logout_user
+from flask_login import current_user, login_user, logout_user
 
 from blueprints.desk.i18n import LANGUAGES
 from blueprints.desk.security import DeskUser, limiter, protect_pages, signed_in
 from blueprints.members.services.desk import desk_identity
+from blueprints.members.services.presence import availabilities, change_status
+from blueprints.members.services.reasons import list_reasons
 from blueprints.members.services.users import authenticate
+from core import uow
+from core.auth import actor
+from core.errors import ApiError
 
 pages = Blueprint("desk", __name__)
 protect_pages(pages)
@@ -74,5 +81,81 @@ def choose_language() -> Response:
 
 
 @pages.get("/desk")
-def home() -> str:
-    return render_template("desk/home.html", me=signed_in())
+def home() -> Response:
+    """The desk opens on the inbox (the page agents live in)."""
+    from blueprints.inbox.pages import inbox_page
+
+    return inbox_page()
+
+
+# ---- presence: the member's own status and the teammates' dots in the shell -------------------------
+
+STATUSES = ("online", "busy", "away", "offline")
+
+
+def status_names() -> dict[str, str]:
+    """The presence statuses in the page's language."""
+    return {"online": _("Online"), "busy": _("Busy"), "away": _("Away"), "offline": _("Offline")}
+
+
+# Statuses that say why the member is not there (a reason from the organization's catalogue).
+STATUSES_WITH_REASON = ("away", "offline")
+
+
+def _shell() -> dict[str, Any]:
+    """What the shell shows of presence, read once per page: the member's status and reason, the
+    catalogue of reasons and every human teammate (three queries and the conversation counter)."""
+    if "desk_shell" in g:
+        return g.desk_shell  # type: ignore[no-any-return]
+    me = signed_in()
+    people = availabilities(me.organization_id, ai=False)
+    mine = next((a for a in people if a.member.id == me.member_id), None)
+    g.desk_shell = {
+        "status": mine.member.status if mine else "offline",
+        "reason_id": str(mine.member.status_reason_id or "") if mine else "",
+        "reason": mine.reason.name if mine and mine.reason else None,
+        "reasons": list_reasons(me.organization_id, active=True),
+        "teammates": [a for a in people if a.member.id != me.member_id],
+    }
+    return g.desk_shell  # type: ignore[no-any-return]
+
+
+@pages.app_context_processor
+def _shell_context() -> dict[str, Any]:
+    signed = bool(getattr(current_user, "is_authenticated", False))
+    return {
+        "status_names": status_names() if signed else {},
+        "statuses_with_reason": STATUSES_WITH_REASON,
+        "shell": _shell if signed else None,
+    }
+
+
+@pages.post("/desk/presence")
+def presence() -> Response:
+    me = signed_in()
+    status = request.form.get("status") or ""
+    raw_reason = (request.form.get("reason_id") or "").strip()
+    error = None
+    if status not in STATUSES or me.member_id is None:
+        error = _("Choose one of the statuses.")
+    elif status in STATUSES_WITH_REASON and not raw_reason and list_reasons(me.organization_id, active=True):
+        error = _("Choose a reason.")
+    else:
+        try:
+            reason_id = uuid.UUID(raw_reason) if raw_reason and status in STATUSES_WITH_REASON else None
+            change_status(
+                me.organization_id, me.member_id, status, reason_id, changed_by=actor("user", str(me.user_id))
+            )
+        except (ValueError, ApiError):
+            error = _("That reason is not available any more.")
+    if error is not None:
+        uow.rollback()
+    html = render_template(
+        "desk/_presence.html",
+        me=me,
+        error=error,
+        open_menu=error is not None,
+        chosen=status if error else None,
+        chosen_reason=raw_reason if error else None,
+    )
+    return make_response(html, 422 if error else 200)

@@ -25,7 +25,9 @@ def _member_online(event: DomainEvent) -> None:
 
 def init_app(app: Flask) -> None:
     from blueprints.inbox.api import api
+    from blueprints.inbox.pages import pages
 
     app.register_api(api)  # type: ignore[attr-defined]
+    app.register_blueprint(pages)
     subscribe("message.created", _route_incoming)
     subscribe("presence.updated", _member_online)

@@ -38,7 +38,7 @@ assets: $(VENDOR)/.installed
 
 ## Compiled message catalogues (Spanish, English) from the committed .po files
 translations: $(VENV)/.installed
-	$(BIN)/pybabel compile --quiet -d translations -f
+	$(BIN)/pybabel compile -d translations -f >/dev/null
 
 setup: $(VENV)/.installed assets translations
 	$(FLASK) setup

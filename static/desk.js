@@ -534,6 +534,12 @@
       }
     }
   }, true);
+  // A swapped-in composer (a live refresh, a reconnect) always gets its draft back, whichever element
+  // the swap loaded.
+  body.addEventListener("htmx:afterSettle", function () {
+    restoreDrafts(document);
+  });
+
   body.addEventListener("htmx:beforeRequest", function (evt) {
     if (evt.detail.elt.hasAttribute && evt.detail.elt.hasAttribute("data-older")) {
       const scroller = document.getElementById("thread-scroll");

@@ -463,5 +463,5 @@ def test_after_a_reconnect_the_visible_panes_catch_up(
     page.evaluate("agentDesk.socket.connect()")
     page.locator("#thread .msg-text", has_text="Mientras no estabas").wait_for(timeout=LIVE_WITHIN_MS)
     page.locator("#rows .conv-name", has_text="Pablo").wait_for(timeout=LIVE_WITHIN_MS)
-    assert page.locator("#composer-text").input_value() == "borrador a medias"
+    expect(page.locator("#composer-text")).to_have_value("borrador a medias")
     assert page.errors == []

@@ -44,7 +44,7 @@ def seed_telecom(environment: str) -> list[str]:
     )
     # The seed runs as one unit of work: the identity check and the activation run here, not as jobs.
     kyc.check_identity(str(DEMO_ORGANIZATION_ID), verification.id)
-    line, order = subscriptions.create_subscription(
+    _line, order = subscriptions.create_subscription(
         DEMO_ORGANIZATION_ID,
         subscriptions.NewLine(type="ESIM", user_id=user.id, plan_id="pln_plus_20gb", area_code="55"),
     )

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import sys
 
-from bench import api_auth, inbox_list
+from bench import api_auth, inbox_list, inbox_pages
 
-BENCHMARKS = {"api_auth": api_auth.main, "inbox_list": inbox_list.main}
+BENCHMARKS = {"api_auth": api_auth.main, "inbox_list": inbox_list.main, "inbox_pages": inbox_pages.main}
 
 
 def main(argv: list[str]) -> None:

@@ -78,6 +78,10 @@ def load_settings(overrides: dict[str, Any] | None = None) -> dict[str, Any]:
         "MAX_CONTENT_LENGTH": int(env.get("MAX_BODY_BYTES", str(1024 * 1024))),
         # Broadcast pacing per sending number (Meta's default throughput is 80 messages per second).
         "BROADCAST_RATE_PER_SECOND": int(env.get("BROADCAST_RATE_PER_SECOND", "80")),
+        # The demo organization's simulated customers write now and then (once a minute) so a newcomer sees
+        # the desk live; "0" turns it off. Only the demo organization (core.demo) ever gets these.
+        "DEMO_LIVE_MESSAGES": env.get("DEMO_LIVE_MESSAGES", "1").strip().lower()
+        not in ("0", "false", "no", "off"),
     }
     settings.update(overrides)
     if not settings["SECRET_KEY"]:

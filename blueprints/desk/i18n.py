@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from flask import Flask, request, session
 from flask_babel import Babel
+from flask_login import current_user
 
 from core.config import PROJECT_ROOT
 
@@ -25,9 +26,15 @@ def select_locale() -> str:
     return request.accept_languages.best_match(list(LANGUAGES)) or DEFAULT_LANGUAGE
 
 
+def select_timezone() -> str | None:
+    """The signed-in person's organization's zone (None outside a page: Babel's default, UTC)."""
+    user = current_user._get_current_object() if current_user else None  # type: ignore[attr-defined]
+    return getattr(user, "organization_timezone", None)
+
+
 def init_app(app: Flask) -> None:
     app.config.setdefault("BABEL_TRANSLATION_DIRECTORIES", str(PROJECT_ROOT / "translations"))
-    babel.init_app(app, locale_selector=select_locale)
+    babel.init_app(app, locale_selector=select_locale, timezone_selector=select_timezone)
 
     @app.context_processor
     def _languages() -> dict[str, object]:

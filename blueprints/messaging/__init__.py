@@ -5,7 +5,7 @@ from flask import Flask
 
 def init_app(app: Flask) -> None:
     from blueprints.channels.inbound import inbound_events
-    from blueprints.messaging import maintenance, realtime  # noqa: F401  (maintenance: periodic purge)
+    from blueprints.messaging import demo_live, maintenance, realtime  # noqa: F401  (periodic jobs)
     from blueprints.messaging.api import api
     from blueprints.messaging.ingest import store_item
 

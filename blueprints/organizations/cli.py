@@ -36,8 +36,14 @@ def _parse_uuid(value: str, name: str) -> uuid.UUID:
 @orgs_cli.command("create")
 @click.option("--name", required=True)
 @click.option("--products", default="", help="Comma-separated: SIM,ESIM,TRAVEL_ESIM")
+@click.option(
+    "--timezone",
+    default="UTC",
+    show_default=True,
+    help="IANA zone the desk shows times in, e.g. America/Mexico_City.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def create_org(name: str, products: str, as_json: bool) -> None:
+def create_org(name: str, products: str, timezone: str, as_json: bool) -> None:
     app = current_app._get_current_object()  # type: ignore[attr-defined]
     organization_id = uuid.uuid4()
     product_list = [p for p in products.split(",") if p.strip()]
@@ -46,7 +52,9 @@ def create_org(name: str, products: str, as_json: bool) -> None:
         products_chosen = services.normalize_products(product_list)
         for environment in ENVIRONMENTS:
             with in_environment(app, environment):
-                organization = services.create_organization(name, products_chosen, organization_id)
+                organization = services.create_organization(
+                    name, products_chosen, organization_id, timezone=timezone
+                )
                 keys[environment] = services.issue_api_key(
                     organization, environment, name="default"
                 ).plaintext
@@ -56,6 +64,7 @@ def create_org(name: str, products: str, as_json: bool) -> None:
         "organization_id": str(organization_id),
         "name": name.strip(),
         "products": products_chosen,
+        "timezone": timezone.strip(),
         "api_keys": {"live": keys["live"], "sandbox": keys["sandbox"]},
     }
     if as_json:
@@ -64,6 +73,22 @@ def create_org(name: str, products: str, as_json: bool) -> None:
         click.echo(f"Organization {result['name']} ({organization_id})")
         click.echo(f"  live key:    {keys['live']}")
         click.echo(f"  sandbox key: {keys['sandbox']}")
+
+
+@orgs_cli.command("timezone")
+@click.option("--org", "org_id", required=True)
+@click.argument("timezone")
+def set_org_timezone(org_id: str, timezone: str) -> None:
+    """Set the IANA zone the desk shows this organization's times in (both environments)."""
+    app = current_app._get_current_object()  # type: ignore[attr-defined]
+    organization_id = _parse_uuid(org_id, "--org")
+    try:
+        for environment in ENVIRONMENTS:
+            with in_environment(app, environment):
+                services.set_timezone(organization_id, timezone)
+    except ApiError as error:
+        _fail(error.message or "invalid input")
+    click.echo(f"Organization {organization_id}: times shown in {timezone.strip()}")
 
 
 @orgs_cli.command("list")

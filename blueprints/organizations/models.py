@@ -18,6 +18,8 @@ class Organization(UUIDPrimaryKeyMixin, TimestampMixin, db.Model):
 
     name: Mapped[str] = mapped_column(String(200))
     products: Mapped[list[str]] = mapped_column(JSONType, default=list)
+    # The IANA zone the desk shows times in (its people's wall clock); the API always speaks UTC.
+    timezone: Mapped[str] = mapped_column(String(64), default="UTC", server_default="UTC")
 
     api_keys: Mapped[list[ApiKey]] = relationship(back_populates="organization", lazy="raise")
 

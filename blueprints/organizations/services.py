@@ -17,6 +17,7 @@ from core.db import db, utcnow
 from core.environments import KEY_PREFIXES
 from core.errors import ApiError
 from core.text import LIKE_ESCAPE, prefix_pattern
+from core.timeutil import get_zone
 
 _ALPHABET = string.ascii_letters + string.digits
 SECRET_LENGTH = 40
@@ -41,14 +42,29 @@ def normalize_products(products: list[str] | None) -> list[str]:
     return chosen
 
 
+def checked_timezone(name: str) -> str:
+    """An IANA zone name as stored; 400 naming ``timezone`` when the zone does not exist."""
+    try:
+        get_zone(name.strip())
+    except ValueError as error:
+        raise ApiError(400, f"timezone: {error}", param="timezone") from None
+    return name.strip()
+
+
 def create_organization(
-    name: str, products: list[str] | None = None, organization_id: uuid.UUID | None = None
+    name: str,
+    products: list[str] | None = None,
+    organization_id: uuid.UUID | None = None,
+    timezone: str = "UTC",
 ) -> Organization:
     name = name.strip()
     if not name:
         raise ApiError(400, "name: must not be empty")
     organization = Organization(
-        id=organization_id or uuid.uuid4(), name=name, products=normalize_products(products)
+        id=organization_id or uuid.uuid4(),
+        name=name,
+        products=normalize_products(products),
+        timezone=checked_timezone(timezone),
     )
     db.session.add(organization)
     db.session.flush()
@@ -57,6 +73,15 @@ def create_organization(
 
 def get_organization(organization_id: uuid.UUID) -> Organization | None:
     return db.session.get(Organization, organization_id)
+
+
+def set_timezone(organization_id: uuid.UUID, timezone: str) -> Organization:
+    organization = get_organization(organization_id)
+    if organization is None:
+        raise ApiError(404, "organization not found")
+    organization.timezone = checked_timezone(timezone)
+    db.session.flush()
+    return organization
 
 
 @dataclass(frozen=True)

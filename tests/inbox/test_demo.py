@@ -30,6 +30,17 @@ def test_demo_inbox_is_seeded_once(client: FlaskClient, runner: FlaskCliRunner) 
         == "team"
     )
     worked = client.get(f"{base}/conversations?labels=soporte", headers=headers).get_json()["data"]
-    assert len(worked) == 1 and worked[0]["extra"]["member_id"] == "mem_demo_ana"
-    notes = client.get(f"{base}/conversations/{worked[0]['id']}/notes", headers=headers).get_json()
-    assert notes["total"] == 1
+    assert len(worked) == 2 and {c["extra"]["member_id"] for c in worked} == {"mem_demo_ana"}
+    for conversation in worked:  # a second seed added no second note
+        notes = client.get(f"{base}/conversations/{conversation['id']}/notes", headers=headers).get_json()
+        assert notes["total"] == 1
+    # every state an agent meets: mine, a teammate's, the AI agent's, unassigned, closed, archived
+    every = client.get(f"{base}/conversations?take=100", headers=headers).get_json()["data"]
+    by_name = {c["name"]: c for c in every}
+    assert by_name["Valeria Montes"]["status"] == "closed"
+    assert by_name["Valeria Montes"]["extra"]["member_id"] == "mem_demo_ben"
+    assert by_name["Fernanda Ortiz"]["extra"]["member_id"] == "ai_demo_sofia"
+    assert by_name["Jessica Ramírez"]["extra"].get("member_id") is None
+    archived = client.get(f"{base}/conversations?archived=true", headers=headers).get_json()["data"]
+    assert [c["name"] for c in archived] == ["Rodrigo Canul"]
+    assert {c["service"] for c in every} == {"whatsapp", "instagram", "messenger"}

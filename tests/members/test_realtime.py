@@ -5,27 +5,21 @@ Redis deliver ``presence.updated`` to a client of the other process."""
 from __future__ import annotations
 
 import json
-import os
-import socket
-import subprocess
-import sys
 import time
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import redis
 import requests
 import socketio as socketio_client
 from flask import Flask
 from flask.testing import FlaskClient, FlaskCliRunner
 
 from core.realtime import socketio
-from tests.conftest import TEST_SECRET, Org
+from tests.conftest import Org
 from tests.members.conftest import mem
-from tests.support.stores import in_ci
+from tests.support.servers import flask_servers, reachable_redis_url, wait_until
 
 GRACE = 0.25
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -40,15 +34,6 @@ def _token(runner: FlaskCliRunner, org: Org, subject: str, env: str = "live") ->
     result = runner.invoke(args=["tokens", "issue", "--org", org.id, "--subject", subject, "--env", env])
     assert result.exit_code == 0, result.output
     return result.output.strip()
-
-
-def _wait_until(check: Callable[[], bool], timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.05)
-    return check()
 
 
 def _row(client: FlaskClient, org: Org, member_id: str) -> dict[str, Any]:
@@ -126,7 +111,7 @@ def test_drop_goes_offline_after_the_grace_period_and_reconnect_restores(
     started = time.monotonic()
     agent.disconnect()
     assert _row(client, org, member["id"])["status"] == "busy"  # not at once: no flapping
-    assert _wait_until(lambda: _row(client, org, member["id"])["status"] == "offline")
+    assert wait_until(lambda: _row(client, org, member["id"])["status"] == "offline")
     assert time.monotonic() - started >= GRACE
     [offline] = _presence(listener)
     assert (
@@ -173,7 +158,7 @@ def test_reconnect_within_the_grace_period_changes_nothing(
     time.sleep(GRACE * 3)
     assert _row(client, org, member["id"])["status"] == "online"
     third.disconnect()
-    assert _wait_until(lambda: _row(client, org, member["id"])["status"] == "offline")
+    assert wait_until(lambda: _row(client, org, member["id"])["status"] == "offline")
     listener.disconnect()
 
 
@@ -197,80 +182,11 @@ def test_a_member_offline_by_choice_stays_offline(
 # ----------------------------------------------------------------------------------- two processes
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture
-def redis_url() -> str:
-    url = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
-    try:
-        redis.Redis.from_url(url, socket_connect_timeout=1).ping()
-    except redis.RedisError as error:
-        if in_ci():
-            raise
-        pytest.skip(f"Redis at {url} is not reachable: {error}")
-    return url
-
-
-@pytest.fixture
-def two_servers(tmp_path: Path, redis_url: str) -> Iterator[tuple[str, str, dict[str, Any]]]:
+def two_servers(tmp_path: Path) -> Iterator[tuple[str, str, dict[str, Any]]]:
     """Two `flask serve` processes on one pair of SQLite stores and one Redis; killed afterwards."""
-    environment = {
-        **os.environ,
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'live.db'}",
-        "SANDBOX_DATABASE_URL": f"sqlite:///{tmp_path / 'sandbox.db'}",
-        "INSTANCE_PATH": str(tmp_path / "instance"),
-        "REDIS_URL": redis_url,
-        "JOBS_MODE": "inline",
-        "SECRET_KEY": TEST_SECRET,
-        "SOCKETIO_CHANNEL": f"agentdesk-test-{uuid.uuid4().hex}",
-    }
-    flask = [str(PROJECT_ROOT / ".venv" / "bin" / "flask"), "--app", "app"]
-    if not Path(flask[0]).exists():
-        flask = [sys.executable, "-m", "flask", "--app", "app"]
-
-    def run(*args: str) -> str:
-        done = subprocess.run(
-            [*flask, *args], cwd=PROJECT_ROOT, env=environment, capture_output=True, text=True, timeout=60
-        )
-        assert done.returncode == 0, done.stderr
-        return done.stdout
-
-    run("setup")
-    processes: list[subprocess.Popen[bytes]] = []
-    urls = []
-    try:
-        for _ in range(2):
-            port = _free_port()
-            processes.append(
-                subprocess.Popen(
-                    [*flask, "serve", "--port", str(port)],
-                    cwd=PROJECT_ROOT,
-                    env=environment,
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL,
-                )
-            )
-            urls.append(f"http://127.0.0.1:{port}")
-        created = json.loads(run("orgs", "create", "--name", "Two", "--json"))  # while the servers boot
-        for url in urls:
-            assert _wait_until(lambda url=url: _answers(url), timeout=20), f"{url} did not start"
-        yield urls[0], urls[1], created
-    finally:
-        for process in processes:
-            process.kill()
-        for process in processes:
-            process.wait(timeout=10)
-
-
-def _answers(url: str) -> bool:
-    try:
-        return requests.get(f"{url}/v1/organizations", timeout=1).status_code == 401
-    except requests.RequestException:
-        return False
+    with flask_servers(tmp_path, reachable_redis_url()) as servers:
+        yield servers.urls[0], servers.urls[1], servers.organization
 
 
 @pytest.mark.redis
@@ -296,7 +212,7 @@ def test_event_from_one_process_reaches_a_client_of_the_other(two_servers) -> No
             timeout=5,
         )
         assert response.status_code == 200, response.text
-        assert _wait_until(lambda: bool(received), timeout=10), "process B's client heard nothing"
+        assert wait_until(lambda: bool(received), timeout=10), "process B's client heard nothing"
         [message] = received
         assert message["organization_id"] == org_id
         assert message["data"]["member_id"] == member["id"] and message["data"]["status"] == "away"

@@ -195,14 +195,19 @@ def test_demo_seed_connects_a_simulator_number_with_conversations(
     assert runner.invoke(args=["demo", "seed"]).output == first.output
     key = next(line.split(": ")[1] for line in first.output.splitlines() if "live API key" in line)
     base = f"/v2/messages/organizations/{DEMO_ORGANIZATION_ID}"
-    [address] = client.get(f"{base}/addresses", headers={"X-API-Key": key}).get_json()
-    assert address["provider"] == "simulator" and address["status"] == "connected"
+    addresses = client.get(f"{base}/addresses", headers={"X-API-Key": key}).get_json()
+    assert {a["service"] for a in addresses} == {"whatsapp", "instagram", "messenger"}
+    assert all(a["provider"] == "simulator" and a["status"] == "connected" for a in addresses)
+    address = next(a for a in addresses if a["service"] == "whatsapp")
     messages = client.get(
         f"{base}/messages", headers={"X-API-Key": key}, query_string={"take": 200}
     ).get_json()
-    assert messages["total"] == 6  # a second seed stored nothing new
+    # 23 messages on three channels and the template the inbox seeder sent; a second seed stored nothing new
+    assert messages["total"] == 24
+    kinds = {m["content"]["kind"] for m in messages["data"] if m.get("content")}
+    assert {"text", "image", "document", "location"} <= kinds
     contacts = client.get(f"{base}/contacts", headers={"X-API-Key": key}).get_json()
-    assert contacts["total"] == 3
+    assert contacts["total"] == 10
     reply = client.post(
         f"{base}/messages",
         json={

@@ -18,6 +18,7 @@ class DeskIdentity:
     user_id: uuid.UUID
     organization_id: uuid.UUID
     organization_name: str
+    organization_timezone: str
     member_id: str | None
     name: str
     email: str
@@ -27,18 +28,19 @@ class DeskIdentity:
 def desk_identity(user_id: uuid.UUID) -> DeskIdentity | None:
     """The active user with this id, with their human member and organization, in one query."""
     row = db.session.execute(
-        select(User, Organization.name, Member.id)
+        select(User, Organization.name, Organization.timezone, Member.id)
         .join(Organization, Organization.id == User.organization_id)
         .outerjoin(Member, (Member.organization_id == User.organization_id) & (Member.user_id == User.id))
         .where(User.id == user_id, User.active.is_(True))
     ).first()
     if row is None:
         return None
-    user, organization_name, member_id = row
+    user, organization_name, organization_timezone, member_id = row
     return DeskIdentity(
         user_id=user.id,
         organization_id=user.organization_id,
         organization_name=organization_name,
+        organization_timezone=organization_timezone or "UTC",
         member_id=member_id,
         name=user.name,
         email=user.email,

@@ -78,6 +78,15 @@ def load_settings(overrides: dict[str, Any] | None = None) -> dict[str, Any]:
         "MAX_CONTENT_LENGTH": int(env.get("MAX_BODY_BYTES", str(1024 * 1024))),
         # Broadcast pacing per sending number (Meta's default throughput is 80 messages per second).
         "BROADCAST_RATE_PER_SECOND": int(env.get("BROADCAST_RATE_PER_SECOND", "80")),
+        # Telecom lifecycle webhooks (docs/telecom.md): the delivery timeout; the Fernet key for endpoint
+        # secrets at rest (derived from SECRET_KEY when unset); plain http to 127.0.0.1 for local receivers
+        # (tests, a developer's laptop) — never on in production.
+        "TELECOM_WEBHOOKS_TIMEOUT": float(env.get("TELECOM_WEBHOOKS_TIMEOUT", "10")),
+        "TELECOM_WEBHOOK_SECRET_KEY": env.get("TELECOM_WEBHOOK_SECRET_KEY") or None,
+        "TELECOM_WEBHOOKS_ALLOW_HTTP_LOOPBACK": env.get("TELECOM_WEBHOOKS_ALLOW_HTTP_LOOPBACK", "")
+        .strip()
+        .lower()
+        in ("1", "true", "yes"),
         # The demo organization's simulated customers write now and then (once a minute) so a newcomer sees
         # the desk live; "0" turns it off. Only the demo organization (core.demo) ever gets these.
         "DEMO_LIVE_MESSAGES": env.get("DEMO_LIVE_MESSAGES", "1").strip().lower()

@@ -94,6 +94,10 @@ def run_migrations_online():
     conf_args = current_app.extensions["migrate"].configure_args
     if conf_args.get("process_revision_directives") is None:
         conf_args["process_revision_directives"] = process_revision_directives
+    # indexes whose column order lives in their migration only (core.db.ORDERED_INDEXES)
+    from core.db import compared
+
+    conf_args.setdefault("include_object", compared)
 
     connectable = get_engine()
 

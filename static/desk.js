@@ -362,6 +362,9 @@
       if (box) {
         box.innerHTML = "";
       }
+      document.querySelectorAll("[data-template-option]").forEach(function (option) {
+        option.setAttribute("aria-pressed", "false");
+      });
     }
     showMessage(String(detail.conversation_id), String(detail.message_id), false);
     refreshRow(String(detail.conversation_id), true);
@@ -565,6 +568,182 @@
   body.addEventListener("htmx:afterSettle", function (evt) {
     if (evt.detail.target && evt.detail.target.id === "list-pane") {
       followOpenConversation();
+    }
+  });
+
+  // The template picker: the chosen template stays marked while its form is open.
+  body.addEventListener("click", function (evt) {
+    const chosen = evt.target.closest && evt.target.closest("[data-template-option]");
+    if (!chosen) {
+      return;
+    }
+    document.querySelectorAll("[data-template-option]").forEach(function (option) {
+      option.setAttribute("aria-pressed", option === chosen ? "true" : "false");
+    });
+  });
+
+  // ---- canned replies: "/" at the start of a word lists the organization's saved replies ------------
+  // The server renders the list (/inbox/canned?q=, the contact's name already filled in); this only
+  // places it, moves the choice (arrows), inserts (Enter, Tab, a click) and closes it (Esc, blur).
+  let cannedTimer = null;
+  let cannedTurn = 0; // answers of an older lookup are dropped
+  let insertingCanned = false;
+
+  function cannedMenu() {
+    return document.getElementById("canned-menu");
+  }
+
+  // The "/word" being typed just before the caret: where it starts and what follows the "/".
+  function cannedToken(area) {
+    if (area.selectionStart !== area.selectionEnd) {
+      return null;
+    }
+    const before = area.value.slice(0, area.selectionStart);
+    const match = /(^|\s)\/([a-z0-9_-]{0,32})$/i.exec(before);
+    return match ? { start: before.length - match[2].length - 1, typed: match[2] } : null;
+  }
+
+  function cannedOptions() {
+    const menu = cannedMenu();
+    return menu && !menu.hidden ? Array.from(menu.querySelectorAll("[role=option]")) : [];
+  }
+
+  function closeCanned(area) {
+    clearTimeout(cannedTimer);
+    cannedTurn += 1;
+    const menu = cannedMenu();
+    if (menu) {
+      menu.hidden = true;
+      menu.innerHTML = "";
+    }
+    if (area) {
+      area.removeAttribute("aria-activedescendant");
+    }
+  }
+
+  function activateCanned(area, index) {
+    const options = cannedOptions();
+    if (!options.length) {
+      return;
+    }
+    const chosen = (index + options.length) % options.length;
+    options.forEach(function (option, position) {
+      const active = position === chosen;
+      option.classList.toggle("active", active);
+      option.setAttribute("aria-selected", active ? "true" : "false");
+      if (active) {
+        area.setAttribute("aria-activedescendant", option.id);
+        option.scrollIntoView({ block: "nearest" });
+      }
+    });
+  }
+
+  function insertCanned(area, option) {
+    const token = cannedToken(area);
+    if (!token) {
+      closeCanned(area);
+      return;
+    }
+    const content = option.dataset.content || "";
+    const caret = token.start + content.length;
+    area.value = area.value.slice(0, token.start) + content + area.value.slice(area.selectionStart);
+    area.setSelectionRange(caret, caret);
+    closeCanned(area);
+    area.focus();
+    insertingCanned = true;
+    area.dispatchEvent(new Event("input", { bubbles: true })); // the draft keeps what was inserted
+    insertingCanned = false;
+  }
+
+  function lookupCanned(area) {
+    const token = cannedToken(area);
+    if (!token || !area.dataset.cannedUrl) {
+      closeCanned(area);
+      return;
+    }
+    clearTimeout(cannedTimer);
+    cannedTurn += 1;
+    const turn = cannedTurn;
+    cannedTimer = setTimeout(function () {
+      const url = area.dataset.cannedUrl + (area.dataset.cannedUrl.indexOf("?") === -1 ? "?" : "&") +
+        "q=" + encodeURIComponent(token.typed);
+      fetchFragment(url).then(function (html) {
+        const menu = cannedMenu();
+        if (turn !== cannedTurn || !menu || document.activeElement !== area || !cannedToken(area)) {
+          return;
+        }
+        menu.innerHTML = html;
+        menu.hidden = false;
+        const first = menu.querySelector("[role=option]");
+        if (first) {
+          area.setAttribute("aria-activedescendant", first.id);
+        } else {
+          area.removeAttribute("aria-activedescendant");
+        }
+      });
+    }, 120);
+  }
+
+  body.addEventListener("input", function (evt) {
+    const area = evt.target.closest && evt.target.closest("textarea[data-canned-url]");
+    if (area && !insertingCanned) {
+      lookupCanned(area);
+    }
+  });
+
+  // Captured before the composer's own keys (Enter sends): while the list is open they act on it.
+  body.addEventListener("keydown", function (evt) {
+    const area = evt.target.closest && evt.target.closest("textarea[data-canned-url]");
+    const menu = cannedMenu();
+    if (!area || !menu || menu.hidden || evt.isComposing) {
+      return;
+    }
+    const options = cannedOptions();
+    const current = options.findIndex(function (option) {
+      return option.classList.contains("active");
+    });
+    if (evt.key === "Escape") {
+      evt.preventDefault();
+      evt.stopPropagation();
+      closeCanned(area);
+    } else if ((evt.key === "ArrowDown" || evt.key === "ArrowUp") && options.length) {
+      evt.preventDefault();
+      evt.stopPropagation();
+      activateCanned(area, current + (evt.key === "ArrowDown" ? 1 : -1));
+    } else if (((evt.key === "Enter" && !evt.shiftKey) || evt.key === "Tab") && options.length) {
+      evt.preventDefault();
+      evt.stopPropagation();
+      insertCanned(area, options[Math.max(0, current)]);
+    } else if (evt.key === "Enter" || evt.key === "Tab") {
+      closeCanned(area); // nothing matches: the key does what it always does
+    }
+  }, true);
+
+  body.addEventListener("keyup", function (evt) {
+    const area = evt.target.closest && evt.target.closest("textarea[data-canned-url]");
+    if (area && ["ArrowLeft", "ArrowRight", "Home", "End"].indexOf(evt.key) !== -1 && !cannedToken(area)) {
+      closeCanned(area);
+    }
+  });
+
+  // A click picks an option; pressing the mouse must not take the focus (and the caret) off the text.
+  body.addEventListener("mousedown", function (evt) {
+    if (evt.target.closest && evt.target.closest("#canned-menu")) {
+      evt.preventDefault();
+    }
+  });
+
+  body.addEventListener("click", function (evt) {
+    const option = evt.target.closest && evt.target.closest("#canned-menu [role=option]");
+    const area = document.querySelector("textarea[data-canned-url]");
+    if (option && area) {
+      insertCanned(area, option);
+    }
+  });
+
+  body.addEventListener("focusout", function (evt) {
+    if (evt.target.matches && evt.target.matches("textarea[data-canned-url]")) {
+      closeCanned(evt.target);
     }
   });
 

@@ -44,6 +44,7 @@ MAX_DEPTH = 32
 ID_LIMIT = 255  # messages.external_id / reply_to
 ADDRESS_LIMIT = 64  # contact addresses and provider ids
 NAME_LIMIT = 200  # messaging_contacts.name
+EMOJI_LIMIT = 16  # one emoji, modifiers and joiners included (a family emoji is 11 code points)
 # A timestamp further ahead than this is not a clock difference: it would keep a window open for years.
 FUTURE_LIMIT = timedelta(days=1)
 _SURROGATES = re.compile("[\ud800-\udfff]")
@@ -91,7 +92,23 @@ class WatermarkUpdate:
     raw: Any = field(default=None, compare=False, repr=False)
 
 
-Event = InboundMessage | StatusUpdate | WatermarkUpdate
+@dataclass(frozen=True)
+class ReactionUpdate:
+    """A contact reacted to a message (WhatsApp ``reaction``, Messenger/Instagram ``reaction``): ``emoji``
+    on the message whose provider id is ``message_external_id``; an empty ``emoji`` removes the contact's
+    reaction. Not conversation content: it changes the message it points to."""
+
+    service: str
+    organization_address: str
+    external_id: str  # the reaction's own id (WhatsApp sends it as a message); "" when there is none
+    message_external_id: str
+    contact_address: str
+    emoji: str
+    timestamp: datetime
+    raw: Any = field(default=None, compare=False, repr=False)
+
+
+Event = InboundMessage | StatusUpdate | WatermarkUpdate | ReactionUpdate
 
 
 class Poison(ValueError):
@@ -127,6 +144,9 @@ class DeliveryReport:
     statuses_waiting: int = 0
     unknown_addresses: set[tuple[str, str]] = field(default_factory=set)
     dead_letters: int = 0
+    reactions_applied: int = 0
+    # reactions to a message the desk does not have (older than the desk, or another thread's): dropped
+    reactions_unmatched: int = 0
 
     def add(self, other: DeliveryReport) -> None:
         self.messages_created += other.messages_created
@@ -135,6 +155,8 @@ class DeliveryReport:
         self.statuses_waiting += other.statuses_waiting
         self.unknown_addresses |= other.unknown_addresses
         self.dead_letters += other.dead_letters
+        self.reactions_applied += other.reactions_applied
+        self.reactions_unmatched += other.reactions_unmatched
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -144,6 +166,8 @@ class DeliveryReport:
             "statuses_waiting": self.statuses_waiting,
             "unknown_addresses": sorted(f"{s}:{a}" for s, a in self.unknown_addresses),
             "dead_letters": self.dead_letters,
+            "reactions_applied": self.reactions_applied,
+            "reactions_unmatched": self.reactions_unmatched,
         }
 
 
@@ -339,11 +363,13 @@ def _is_text(container: dict[str, Any], key: str) -> bool:
 
 def _whatsapp_message(
     address: str, message: dict[str, Any], names: dict[str, str | None]
-) -> InboundMessage | None:
+) -> InboundMessage | ReactionUpdate | None:
     external_id = _required_id(message.get("id"), "id")
     wa_id = str(message.get("from", ""))
     contact_address = whatsapp_contact_address(wa_id)
     timestamp = from_seconds(message.get("timestamp"))
+    if message.get("type") == "reaction":
+        return _whatsapp_reaction(address, external_id, contact_address, timestamp, message)
     content = _whatsapp_content(message)
     if content is None:
         return None
@@ -358,6 +384,28 @@ def _whatsapp_message(
         timestamp=timestamp,
         content=content,
         reply_to=_optional_id(context.get("id")),
+        raw=message,
+    )
+
+
+def _whatsapp_reaction(
+    address: str, external_id: str, contact_address: str, timestamp: datetime, message: dict[str, Any]
+) -> ReactionUpdate | None:
+    """``reaction: {message_id, emoji}``; an empty or missing ``emoji`` removes the reaction. A reaction
+    that names no message cannot be placed anywhere: ignored, like the other non-content types."""
+    reaction = message.get("reaction") if isinstance(message.get("reaction"), dict) else {}
+    target = _optional_id(reaction.get("message_id"))
+    if target is None:
+        return None
+    emoji = _text_field(reaction, "emoji") or ""
+    return ReactionUpdate(
+        service="whatsapp",
+        organization_address=address,
+        external_id=external_id,
+        message_external_id=target,
+        contact_address=contact_address,
+        emoji=emoji.strip()[:EMOJI_LIMIT],
+        timestamp=timestamp,
         raw=message,
     )
 
@@ -428,7 +476,7 @@ def _whatsapp_content(message: dict[str, Any]) -> dict[str, Any] | None:
         interactive = message.get("interactive") if isinstance(message.get("interactive"), dict) else {}
         reply = interactive.get("button_reply") or interactive.get("list_reply") or {}
         return {"kind": "text", "text": _text_field(reply, "title")}
-    return None  # reactions, unsupported, system and ephemeral messages are not conversation content
+    return None  # unsupported, system and ephemeral messages are not conversation content
 
 
 def _messaging_item(
@@ -489,6 +537,27 @@ def _messaging_item(
                 raw=raw,
             )
         )
+    elif "reaction" in item:
+        # Messenger / Instagram: {mid, action: react|unreact, reaction, emoji}; unreact removes it
+        reaction = item.get("reaction") if isinstance(item.get("reaction"), dict) else {}
+        target = _optional_id(reaction.get("mid"))
+        if target is None:
+            parsed.ignored.append("reaction without mid")
+            return
+        sender = _required_id(sender, "sender.id", ADDRESS_LIMIT)
+        emoji = "" if reaction.get("action") == "unreact" else (_text_field(reaction, "emoji") or "")
+        parsed.events.append(
+            ReactionUpdate(
+                service=service,
+                organization_address=page_id,
+                external_id="",
+                message_external_id=target,
+                contact_address=sender,
+                emoji=emoji.strip()[:EMOJI_LIMIT],
+                timestamp=from_millis(item.get("timestamp")),
+                raw=raw,
+            )
+        )
     elif "delivery" in item or "read" in item:
         status = "delivered" if "delivery" in item else "read"
         sender = _required_id(sender, "sender.id", ADDRESS_LIMIT)
@@ -504,7 +573,7 @@ def _messaging_item(
         )
         parsed.events.append(WatermarkUpdate(service, page_id, sender, status, watermark, mids, raw=raw))
     else:
-        parsed.ignored.append("messaging event without message, postback, delivery or read")
+        parsed.ignored.append("messaging event without message, postback, reaction, delivery or read")
 
 
 def _attachment_content(message: dict[str, Any]) -> dict[str, Any] | None:

@@ -18,7 +18,15 @@ from flask import current_app
 
 from blueprints.channels.crypto import decrypt_token
 from blueprints.channels.models import OrganizationAddress
-from blueprints.channels.providers import OutboundMessage, PastSend, ProviderError, SendResult, Template
+from blueprints.channels.providers import (
+    APPROVED,
+    TEMPLATE_SERVICES,
+    OutboundMessage,
+    PastSend,
+    ProviderError,
+    SendResult,
+    Template,
+)
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +35,13 @@ RETRY_PAUSES = (0.2, 0.6)
 _TITLE = re.compile(r"^\(#(\d+)\)\s*")
 # Instagram / Messenger attachment types for our content kinds.
 _ATTACHMENT_TYPES = {"image": "image", "video": "video", "audio": "audio", "document": "file"}
+# Template lists: the fields the desk reads, the page size asked for, a bound on the pages followed (a
+# WABA holds at most a few hundred templates; the bound stops a provider that pages forever), and the
+# seconds a list read may take (an agent waits for it).
+TEMPLATE_FIELDS = "id,name,language,status,category,parameter_format,components"
+TEMPLATE_PAGE_SIZE = 100
+MAX_TEMPLATE_PAGES = 20
+LIST_TIMEOUT = 5.0
 
 
 _shared: list[httpx.Client] = []
@@ -131,13 +146,25 @@ class MetaProvider:
             raise ProviderError("no_token", "Organization address does not have an access token")
         return decrypt_token(address.access_token_encrypted)
 
-    def _request(self, method: str, path: str, token: str, *, json: Any = None, safe: bool) -> dict[str, Any]:
+    def _request(
+        self,
+        method: str,
+        path: str,
+        token: str,
+        *,
+        json: Any = None,
+        params: dict[str, str] | None = None,
+        timeout: httpx.Timeout | None = None,
+        safe: bool,
+    ) -> dict[str, Any]:
         url = f"{self.base_url}/{path.lstrip('/')}"
         headers = {"Authorization": f"Bearer {token}"}
         attempts = 1 + CONNECT_RETRIES
         for attempt in range(attempts):
             try:
-                response = _client().request(method, url, json=json, headers=headers, timeout=self.timeout)
+                response = _client().request(
+                    method, url, json=json, params=params, headers=headers, timeout=timeout or self.timeout
+                )
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
                 # The request never reached Meta: repeating it cannot send a message twice.
                 if attempt + 1 < attempts:
@@ -186,6 +213,49 @@ class MetaProvider:
         token = self._token(address)
         data = self._request("GET", template_id, token, safe=True)
         return Template.from_graph(data)
+
+    def list_templates(self, address: OrganizationAddress) -> list[Template]:
+        """``GET /<waba id>/message_templates?fields=…&status=APPROVED&limit=…``, page after page.
+
+        Graph pages carry ``paging.cursors.after`` and, while more follow, ``paging.next``. The next page
+        is asked for here with the ``after`` cursor rather than by calling ``paging.next`` as given: that
+        URL would receive our token wherever it pointed. Reads are safe to repeat (``safe=True``) but get
+        a shorter timeout than sends: the desk waits for this list while an agent looks at the composer.
+        """
+        if address.service not in TEMPLATE_SERVICES:
+            return []
+        waba_id = str((address.extra or {}).get("waba_id") or "").strip()
+        if not waba_id:
+            raise ProviderError(
+                "no_waba_id",
+                "The WhatsApp Business Account id of this number is not known",
+                "Connect the number again with --waba-id to list its templates.",
+            )
+        token = self._token(address)
+        timeout = httpx.Timeout(min(self.timeout.read or LIST_TIMEOUT, LIST_TIMEOUT), connect=LIST_TIMEOUT)
+        params = {"fields": TEMPLATE_FIELDS, "status": APPROVED, "limit": str(TEMPLATE_PAGE_SIZE)}
+        found: list[Template] = []
+        seen_cursors: set[str] = set()
+        for _page in range(MAX_TEMPLATE_PAGES):
+            data = self._request(
+                "GET", f"{waba_id}/message_templates", token, params=params, timeout=timeout, safe=True
+            )
+            for item in data.get("data") or []:
+                if isinstance(item, dict):
+                    template = Template.from_graph(item)
+                    # the filter is asked of Meta and checked again: only APPROVED templates can be sent
+                    if template.status == APPROVED and template.id:
+                        found.append(template)
+            paging = data.get("paging") if isinstance(data.get("paging"), dict) else {}
+            cursors = paging.get("cursors") if isinstance(paging.get("cursors"), dict) else {}
+            after = cursors.get("after")
+            if not paging.get("next") or not isinstance(after, str) or not after or after in seen_cursors:
+                break
+            seen_cursors.add(after)
+            params = {**params, "after": after}
+        else:
+            log.warning("template list of %s cut at %d pages", waba_id, MAX_TEMPLATE_PAGES)
+        return found
 
     def after_send(self, address: OrganizationAddress, message: OutboundMessage, result: SendResult) -> None:
         return None  # statuses arrive by webhook

@@ -1,8 +1,9 @@
 """One interface for every channel provider: ``meta`` (the real Graph API) and ``simulator`` (offline).
 
 The messaging area builds an :class:`OutboundMessage`, asks :func:`provider_for` for the address's
-provider and calls ``send`` / ``get_template``. Providers raise :class:`ProviderError` carrying Meta's
-code, title and details; the messaging area maps those to the spec's errors and to ``status.error``.
+provider and calls ``send`` / ``get_template`` / ``list_templates``. Providers raise
+:class:`ProviderError` carrying Meta's code, title and details; the messaging area maps those to the
+spec's errors and to ``status.error``.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ OUTSIDE_WINDOW_CODES = {131047, 10}
 RATE_LIMIT_CODES = {130429, 131056, 4, 80007, 131048}
 AUTH_CODES = {190}
 TEMPLATE_MISSING_CODES = {132001, 132015, 132016}
+# Only these services have message templates (Instagram and Messenger have none).
+TEMPLATE_SERVICES = ("whatsapp",)
+APPROVED = "APPROVED"
 
 
 @dataclass(frozen=True)
@@ -154,6 +158,11 @@ class Provider(Protocol):
     def send(self, address: OrganizationAddress, message: OutboundMessage) -> SendResult: ...
 
     def get_template(self, address: OrganizationAddress, template_id: str) -> Template: ...
+
+    def list_templates(self, address: OrganizationAddress) -> list[Template]:
+        """The address's APPROVED templates (only those can be sent: spec, "Limits"), every page of them;
+        an empty list for addresses whose service has no templates (Instagram, Messenger)."""
+        ...
 
     def after_send(self, address: OrganizationAddress, message: OutboundMessage, result: SendResult) -> None:
         """Called once the sent message is committed (the simulator schedules its status updates)."""

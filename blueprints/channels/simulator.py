@@ -31,7 +31,15 @@ from typing import Any
 
 from blueprints.channels.inbound import InboundMessage, StatusUpdate, hand_over, whatsapp_contact_address
 from blueprints.channels.models import OrganizationAddress
-from blueprints.channels.providers import OutboundMessage, PastSend, ProviderError, SendResult, Template
+from blueprints.channels.providers import (
+    APPROVED,
+    TEMPLATE_SERVICES,
+    OutboundMessage,
+    PastSend,
+    ProviderError,
+    SendResult,
+    Template,
+)
 from core import jobs
 from core.db import utcnow
 
@@ -175,6 +183,13 @@ class SimulatorProvider:
                 http_status=400,
             )
         return Template.from_graph(data)
+
+    def list_templates(self, address: OrganizationAddress) -> list[Template]:
+        """The simulator's APPROVED templates (``sim_paused_promo`` is not listed: it cannot be sent);
+        none for Instagram and Messenger, which have no templates."""
+        if address.service not in TEMPLATE_SERVICES:
+            return []
+        return [Template.from_graph(data) for data in TEMPLATES.values() if data["status"] == APPROVED]
 
     def after_send(self, address: OrganizationAddress, message: OutboundMessage, result: SendResult) -> None:
         to = _digits(message.to)

@@ -9,6 +9,8 @@ from flask import Flask
 
 def init_app(app: Flask) -> None:
     from blueprints.crm.api import BLUEPRINTS
+    from blueprints.crm.pages import pages
 
     for blueprint in BLUEPRINTS:
         app.register_api(blueprint)  # type: ignore[attr-defined]
+    app.register_blueprint(pages)  # the desk's CRM fragments (docs/desk.md)

@@ -15,6 +15,9 @@ from core.config import PROJECT_ROOT
 
 LANGUAGES = {"en": "English", "es": "Español"}
 DEFAULT_LANGUAGE = "en"
+# The locale each language formats with: Mexican Spanish writes "$12,500.50", not Spain's "12.500,50 €";
+# its messages come from the "es" catalogue (gettext falls back from es_MX to es).
+FORMAT_LOCALES = {"en": "en_US", "es": "es_MX"}
 
 babel = Babel()
 
@@ -26,6 +29,10 @@ def select_locale() -> str:
     return request.accept_languages.best_match(list(LANGUAGES)) or DEFAULT_LANGUAGE
 
 
+def select_format_locale() -> str:
+    return FORMAT_LOCALES[select_locale()]
+
+
 def select_timezone() -> str | None:
     """The signed-in person's organization's zone (None outside a page: Babel's default, UTC)."""
     user = current_user._get_current_object() if current_user else None  # type: ignore[attr-defined]
@@ -34,7 +41,7 @@ def select_timezone() -> str | None:
 
 def init_app(app: Flask) -> None:
     app.config.setdefault("BABEL_TRANSLATION_DIRECTORIES", str(PROJECT_ROOT / "translations"))
-    babel.init_app(app, locale_selector=select_locale, timezone_selector=select_timezone)
+    babel.init_app(app, locale_selector=select_format_locale, timezone_selector=select_timezone)
 
     @app.context_processor
     def _languages() -> dict[str, object]:

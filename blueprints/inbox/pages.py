@@ -270,20 +270,58 @@ class ComposerView:
     conversation: Conversation
     window_open: bool
     expires_at: datetime | None
-    templates: list[dict[str, str]]
     can_send: bool
     reason: str | None
 
+    @property
+    def has_templates(self) -> bool:
+        """WhatsApp has templates for a closed window; Instagram and Messenger have none."""
+        return messaging.has_templates(self.conversation.service)
+
 
 def _composer(me: DeskUser, conversation: Conversation) -> ComposerView:
-    templates = messaging.recent_templates(me.organization_id, conversation.organization_address)
+    # The template list is not read here: the picker loads it as its own fragment (``template_picker``),
+    # so a slow provider never delays opening a conversation.
     try:
         window = messaging.service_window(
             me.organization_id, conversation.contact_address, conversation.organization_address
         )
     except ApiError:
-        return ComposerView(conversation, False, None, [], False, _("This channel is no longer connected."))
-    return ComposerView(conversation, window.status == "open", window.expires_at, templates, True, None)
+        return ComposerView(conversation, False, None, False, _("This channel is no longer connected."))
+    return ComposerView(conversation, window.status == "open", window.expires_at, True, None)
+
+
+@dataclass(frozen=True)
+class TemplateChoice:
+    """One entry of the template picker (an approved template, or one the address sent lately)."""
+
+    id: str
+    name: str
+    language: str
+    category: str | None = None
+    body: str = ""
+
+
+@dataclass(frozen=True)
+class TemplatePicker:
+    conversation: Conversation
+    templates: list[TemplateChoice]
+    approved: bool  # False: the provider failed and these are the recently sent ones
+
+
+def _template_picker(me: DeskUser, conversation: Conversation) -> TemplatePicker:
+    """The address's approved templates; when the provider cannot list them, the ones it sent lately."""
+    try:
+        approved = messaging.approved_templates(me.organization_id, conversation.organization_address)
+    except ApiError:
+        recent = messaging.recent_templates(me.organization_id, conversation.organization_address)
+        return TemplatePicker(
+            conversation, [TemplateChoice(t["id"], t["name"], t["language"]) for t in recent], False
+        )
+    choices = [
+        TemplateChoice(t.id, t.name, t.language, t.category, t.text_of("BODY") or "") for t in approved
+    ]
+    return TemplatePicker(conversation, choices, True)
 
 
 @dataclass(frozen=True)
@@ -510,6 +548,33 @@ def composer(conversation_id: str) -> Response:
     me = signed_in()
     conversation = _conversation(me, conversation_id)
     return _vary(make_response(render_template("inbox/_composer.html", composer=_composer(me, conversation))))
+
+
+@pages.get("/c/<conversation_id>/templates")
+def template_picker(conversation_id: str) -> Response:
+    """The closed-window composer's list of templates (loaded after the composer: the provider is
+    asked, through a short cache, ``messaging.approved_templates``)."""
+    me = signed_in()
+    conversation = _conversation(me, conversation_id)
+    picker = _template_picker(me, conversation)
+    return _vary(make_response(render_template("inbox/_template_picker.html", picker=picker)))
+
+
+@pages.get("/canned")
+def canned() -> Response:
+    """The composer's canned replies matching what follows the ``/`` typed (``q``), with the contact's
+    name filled in (``conversation``: the open conversation, optional)."""
+    me = signed_in()
+    typed = (request.args.get("q") or "").strip().lstrip("/")[:32].lower()
+    contact_name: str | None = None
+    conversation_id = request.args.get("conversation") or ""
+    if conversation_id:
+        conversation = _conversation(me, conversation_id)
+        contact_name = conversation.contact.name or conversation.name
+    found = messaging.suggest_canned_responses(me.organization_id, typed)
+    items = [(c, messaging.fill_variables(c.content, contact_name)) for c in found]
+    html = render_template("inbox/_canned.html", items=items, typed=typed)
+    return _vary(make_response(html))
 
 
 # ---- sending -----------------------------------------------------------------------------------------
@@ -744,13 +809,20 @@ def inbox_url(state: ListState, conversation_id: str | None = None, **changes: s
 
 @pages.app_template_filter()
 def when(value: datetime) -> str:
-    """A message's time: the hour today, the date and hour before (Babel, in the page's language)."""
-    from flask_babel import format_datetime, format_time
+    """A message's time: the hour today, the date and hour before (Babel, in the page's language and
+    the organization's time zone: "today" is the agents' today, not UTC's)."""
+    from flask_babel import format_datetime, format_time, to_user_timezone
 
     moment = as_utc(value)
-    if moment.date() == utcnow().date():
+    if to_user_timezone(moment).date() == to_user_timezone(utcnow()).date():
         return format_time(moment, "short")
     return format_datetime(moment, "short")
+
+
+@pages.app_template_filter()
+def reactions(message: Message) -> list[dict[str, Any]]:
+    """A message's reactions to show (one per person; removed ones are kept as tombstones, not shown)."""
+    return messaging.visible_reactions(message.reactions)
 
 
 @pages.app_template_filter()

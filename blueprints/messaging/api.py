@@ -12,6 +12,12 @@ from flask_openapi3 import APIBlueprint, Tag
 from blueprints.channels.providers import MediaRef
 from blueprints.messaging import services
 from blueprints.messaging.schemas import (
+    CannedResponseIn,
+    CannedResponseList,
+    CannedResponseListQuery,
+    CannedResponseOut,
+    CannedResponsePatch,
+    CannedResponsePath,
     ContactIn,
     ContactList,
     ContactListQuery,
@@ -217,4 +223,58 @@ def update_contact(path: ContactPath, body: ContactPatch) -> dict[str, Any]:
 def delete_contact(path: ContactPath) -> tuple[str, int]:
     """Delete a contact that has no conversations."""
     services.delete_contact(auth.current_organization_id(), path.contact_id)
+    return "", 204
+
+
+@api.get("/canned-responses", responses={200: CannedResponseList})
+def list_canned_responses(path: OrgPath, query: CannedResponseListQuery) -> dict[str, Any]:
+    """The organization's canned responses, by short code: `{data, total, skip, take}`. `q` matches short
+    code, title or content (short codes starting with `q` first)."""
+    page = services.list_canned_responses(
+        auth.current_organization_id(), q=query.q, skip=query.skip, take=query.take
+    )
+    return CannedResponseList(
+        data=[CannedResponseOut.model_validate(c) for c in page.items],
+        total=page.total,
+        skip=query.skip,
+        take=query.take,
+    ).model_dump(mode="json")
+
+
+@api.post("/canned-responses", responses={201: CannedResponseOut, 409: PlainError})
+def create_canned_response(path: OrgPath, body: CannedResponseIn) -> tuple[dict[str, Any], int]:
+    """Save a reply; agents insert it in the desk's composer by typing `/<short_code>`. 409 when the
+    organization already has that short code."""
+    canned = services.create_canned_response(
+        auth.current_organization_id(), short_code=body.short_code, content=body.content, title=body.title
+    )
+    return CannedResponseOut.dump(canned), 201
+
+
+@api.get("/canned-responses/<canned_response_id>", responses={200: CannedResponseOut})
+def get_canned_response(path: CannedResponsePath) -> dict[str, Any]:
+    """One canned response."""
+    return CannedResponseOut.dump(
+        services.get_canned_response(auth.current_organization_id(), path.canned_response_id)
+    )
+
+
+@api.patch("/canned-responses/<canned_response_id>", responses={200: CannedResponseOut, 409: PlainError})
+def update_canned_response(path: CannedResponsePath, body: CannedResponsePatch) -> dict[str, Any]:
+    """Change the fields sent (`title: null` clears the title)."""
+    changes = {
+        name: getattr(body, name)
+        for name in ("short_code", "content", "title")
+        if name in body.model_fields_set
+    }
+    canned = services.update_canned_response(
+        auth.current_organization_id(), path.canned_response_id, **changes
+    )
+    return CannedResponseOut.dump(canned)
+
+
+@api.delete("/canned-responses/<canned_response_id>", responses={204: None})
+def delete_canned_response(path: CannedResponsePath) -> tuple[str, int]:
+    """Delete a canned response."""
+    services.delete_canned_response(auth.current_organization_id(), path.canned_response_id)
     return "", 204

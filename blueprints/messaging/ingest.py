@@ -24,7 +24,14 @@ from collections.abc import Iterable, Sequence
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
-from blueprints.channels.inbound import DeliveryReport, Event, InboundMessage, StatusUpdate, WatermarkUpdate
+from blueprints.channels.inbound import (
+    DeliveryReport,
+    Event,
+    InboundMessage,
+    ReactionUpdate,
+    StatusUpdate,
+    WatermarkUpdate,
+)
 from blueprints.channels.models import OrganizationAddress
 from blueprints.channels.services import addresses_by_provider_id
 from blueprints.messaging.models import (
@@ -35,6 +42,7 @@ from blueprints.messaging.models import (
     Message,
     StatusBacklog,
 )
+from blueprints.messaging.reactions import apply_reaction
 from blueprints.messaging.schemas import MessageOut
 from blueprints.messaging.threads import (
     ThreadKey,
@@ -140,6 +148,10 @@ def _ingest_once(events: Sequence[Event]) -> tuple[DeliveryReport, set[tuple[uui
     _apply_statuses([(a, e) for e in statuses if (a := address_of(e))], result, waiting)
     _apply_watermarks(
         [(a, e) for e in events if isinstance(e, WatermarkUpdate) and (a := address_of(e))], result
+    )
+    # after the messages: a reaction may point to a message stored by this very item
+    _apply_reactions(
+        [(a, e) for e in events if isinstance(e, ReactionUpdate) and (a := address_of(e))], result
     )
     db.session.flush()  # a race with another delivery shows here, inside the retry
     return result, waiting
@@ -303,6 +315,44 @@ def _apply_watermarks(
             if apply_status(message, event.status, event.watermark):
                 changed[message.id] = message
                 result.statuses_applied += 1
+    _publish_updates(changed.values())
+
+
+def _apply_reactions(items: list[tuple[OrganizationAddress, ReactionUpdate]], result: DeliveryReport) -> None:
+    """Each reaction onto the message it names, under the message's row lock (like statuses): two
+    deliveries touching one message's reactions take turns. A reaction to a message the desk does not
+    have, or that is not this contact's thread on this address, is counted and dropped (it cannot be
+    shown anywhere; Meta's reactions to messages older than the desk's history are such)."""
+    if not items:
+        return
+    by_org: dict[uuid.UUID, set[str]] = defaultdict(set)
+    for address, event in items:
+        by_org[address.organization_id].add(event.message_external_id)
+    messages: dict[tuple[uuid.UUID, str], Message] = {}
+    for organization_id, external_ids in by_org.items():
+        for part in chunks(sorted(external_ids)):
+            for message in db.session.scalars(
+                for_update(
+                    select(Message)
+                    .where(Message.organization_id == organization_id, Message.external_id.in_(part))
+                    .order_by(Message.external_id)
+                )
+            ):
+                messages[(organization_id, message.external_id or "")] = message
+    changed: dict[uuid.UUID, Message] = {}
+    for address, event in sorted(items, key=lambda item: item[1].timestamp):
+        message = messages.get((address.organization_id, event.message_external_id))
+        if (
+            message is None
+            or message.service != address.service
+            or message.organization_address != address.address
+            or message.contact_address != event.contact_address
+        ):
+            result.reactions_unmatched += 1
+            continue
+        result.reactions_applied += 1
+        if apply_reaction(message, event.contact_address, event.emoji, event.timestamp):
+            changed[message.id] = message
     _publish_updates(changed.values())
 
 

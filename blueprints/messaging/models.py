@@ -7,10 +7,10 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ForeignKey, Index, String, UniqueConstraint
+from sqlalchemy import ForeignKey, Index, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from core.db import JSONType, TimestampMixin, UUIDPrimaryKeyMixin, db, utcnow
+from core.db import JSONType, TimestampMixin, UUIDPrimaryKeyMixin, db, ordered_index, utcnow
 
 DIRECTIONS = ("incoming", "outgoing")
 # Outgoing statuses only move forward along this order; each reached status keeps its timestamp.
@@ -88,6 +88,16 @@ class Conversation(UUIDPrimaryKeyMixin, TimestampMixin, db.Model):
         UniqueConstraint(
             "organization_id", "organization_address", "contact_id", "service", name="uq_conversations_thread"
         ),
+        # The inbox's lists in their default order (newest activity first, conversations without messages
+        # last), one partial index per desk tab, so a page is read off an index instead of sorting the
+        # organization's conversations. Their order and WHERE clauses are in the migration (messaging_0005).
+        ordered_index("ix_conversations_inbox", "organization_id", "last_message_at", "id"),
+        ordered_index(
+            "ix_conversations_inbox_member", "organization_id", "member_id", "last_message_at", "id"
+        ),
+        ordered_index("ix_conversations_inbox_unassigned", "organization_id", "last_message_at", "id"),
+        ordered_index("ix_conversations_inbox_team", "organization_id", "team_id", "last_message_at", "id"),
+        ordered_index("ix_conversations_inbox_archived", "organization_id", "last_message_at", "id"),
     )
 
     organization_id: Mapped[uuid.UUID] = mapped_column(
@@ -119,6 +129,8 @@ class Message(UUIDPrimaryKeyMixin, TimestampMixin, db.Model):
         # Deduplication of at-least-once webhooks: one row per provider message id per organization.
         UniqueConstraint("organization_id", "external_id", name="uq_messages_external_id"),
         Index("ix_messages_conversation_timestamp", "conversation_id", "timestamp"),
+        # The last reply and the unanswered messages of a conversation (the desk's unread badge).
+        Index("ix_messages_conversation_direction_timestamp", "conversation_id", "direction", "timestamp"),
     )
 
     organization_id: Mapped[uuid.UUID] = mapped_column(index=True)
@@ -146,6 +158,11 @@ class Message(UUIDPrimaryKeyMixin, TimestampMixin, db.Model):
     # key with the outcome of a send whose request died (``sending.reconcile_stale``).
     idempotency_scope: Mapped[str | None] = mapped_column(String(255))
     idempotency_key: Mapped[str | None] = mapped_column(String(255))
+    # Reactions of the contact to this message (WhatsApp ``reaction`` messages), one entry per reactor:
+    # ``[{emoji, from, at}]``. A removed reaction stays as ``emoji: ""`` so that an older reaction
+    # delivered late (Meta delivers at least once, in any order) cannot bring it back; readers show only
+    # the entries with an emoji (``reactions.visible``).
+    reactions: Mapped[list[dict[str, Any]] | None] = mapped_column(JSONType)
 
 
 class StatusBacklog(UUIDPrimaryKeyMixin, db.Model):
@@ -163,3 +180,19 @@ class StatusBacklog(UUIDPrimaryKeyMixin, db.Model):
     timestamp: Mapped[datetime]
     error: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class CannedResponse(UUIDPrimaryKeyMixin, TimestampMixin, db.Model):
+    """A saved reply of the organization, inserted in the composer by typing ``/<short_code>``."""
+
+    __tablename__ = "canned_responses"
+    __table_args__ = (
+        UniqueConstraint("organization_id", "short_code", name="uq_canned_responses_organization_code"),
+    )
+
+    organization_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("organizations.id", ondelete="CASCADE"), index=True
+    )
+    short_code: Mapped[str] = mapped_column(String(32))
+    title: Mapped[str | None] = mapped_column(String(200))
+    content: Mapped[str] = mapped_column(Text)

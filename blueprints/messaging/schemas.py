@@ -5,9 +5,10 @@ from __future__ import annotations
 import uuid
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from blueprints.messaging.models import Conversation
+from blueprints.messaging.reactions import visible
 from core.db import isoformat
 from core.pagination import MAX_TAKE
 from core.responses import ResponseModel
@@ -193,6 +194,16 @@ class WireModel(ResponseModel):
     """Read from ORM rows (``core.responses``)."""
 
 
+class ReactionOut(BaseModel):
+    """A contact's reaction to a message (an addition to the spec's message)."""
+
+    model_config = ConfigDict(serialize_by_alias=True, validate_by_name=True, validate_by_alias=True)
+
+    emoji: str
+    sender: str = Field(alias="from", description="The contact's address (E.164, PSID or IGSID)")
+    at: str = Field(description="When the contact reacted (the provider's time), ISO 8601")
+
+
 class MessageOut(WireModel):
     id: str
     conversation_id: str
@@ -214,11 +225,19 @@ class MessageOut(WireModel):
     timestamp: str
     created_at: str
     updated_at: str
+    reactions: list[ReactionOut] = Field(
+        default_factory=list, description="The contact's reactions, one per person, oldest first"
+    )
 
     @field_validator("status", mode="before")
     @classmethod
     def _status(cls, value: Any) -> Any:
         return dict(value or {})
+
+    @field_validator("reactions", mode="before")
+    @classmethod
+    def _reactions(cls, value: Any) -> Any:
+        return visible(value)  # removed reactions are kept as tombstones, never shown
 
 
 class MessageList(BaseModel):
@@ -324,3 +343,68 @@ class ContactList(BaseModel):
 class WindowOut(BaseModel):
     status: Literal["open", "closed"]
     expires_at: str | None = Field(None, description="When the open window closes (extension)")
+
+
+# ---- canned responses ----
+
+SHORT_CODE_PATTERN = r"^[a-z0-9_-]{1,32}$"
+CANNED_CONTENT_LIMIT = 4096
+
+
+class CannedResponsePath(OrgPath):
+    canned_response_id: str
+
+
+class CannedResponseIn(RequestModel):
+    short_code: str = Field(
+        pattern=SHORT_CODE_PATTERN,
+        description="What the agent types after `/`: lowercase letters, digits, `_` and `-`, 1-32",
+    )
+    content: str = Field(min_length=1, max_length=CANNED_CONTENT_LIMIT)
+    title: str | None = Field(None, max_length=200)
+
+    @field_validator("content")
+    @classmethod
+    def _content(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be blank")
+        return value
+
+
+class CannedResponsePatch(RequestModel):
+    short_code: str | None = Field(None, pattern=SHORT_CODE_PATTERN)
+    content: str | None = Field(None, min_length=1, max_length=CANNED_CONTENT_LIMIT)
+    title: str | None = Field(None, max_length=200)
+
+    @field_validator("short_code", "content")
+    @classmethod
+    def _not_null(cls, value: str | None) -> str:
+        # sent as null: these two always have a value (title may be cleared with null)
+        if value is None:
+            raise ValueError("must not be null")
+        if not value.strip():
+            raise ValueError("must not be blank")
+        return value
+
+
+class CannedResponseListQuery(QueryModel):
+    q: str | None = Field(None, max_length=200, description="Short code, title or content, case-insensitive")
+    skip: int = Field(0, ge=0)
+    take: int = Field(20, ge=1, le=MAX_TAKE)
+
+
+class CannedResponseOut(WireModel):
+    id: str
+    organization_id: str
+    short_code: str
+    title: str | None
+    content: str
+    created_at: str
+    updated_at: str
+
+
+class CannedResponseList(BaseModel):
+    data: list[CannedResponseOut]
+    total: int
+    skip: int
+    take: int

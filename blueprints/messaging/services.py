@@ -13,11 +13,20 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import func, select
-from sqlalchemy.orm import aliased, selectinload
+from sqlalchemy.orm import selectinload
 
 from blueprints.channels.crypto import TokenDecryptionError
 from blueprints.channels.providers import ProviderError, Template, provider_for
 from blueprints.channels.services import get_address
+from blueprints.messaging.canned import (
+    create_canned_response,
+    delete_canned_response,
+    fill_variables,
+    get_canned_response,
+    list_canned_responses,
+    suggest_canned_responses,
+    update_canned_response,
+)
 from blueprints.messaging.contacts import (
     create_contact,
     delete_contact,
@@ -32,6 +41,7 @@ from blueprints.messaging.models import (
     Conversation,
     Message,
 )
+from blueprints.messaging.reactions import visible as visible_reactions
 from blueprints.messaging.sending import (  # re-exported: one import point for other modules
     ADDRESS_NOT_FOUND,
     NO_TOKEN,
@@ -43,6 +53,7 @@ from blueprints.messaging.sending import (  # re-exported: one import point for 
     send_template,
     sendable_address,
 )
+from blueprints.messaging.template_list import TEMPLATE_LIST_FAILED, approved_templates, has_templates
 from blueprints.messaging.threads import (
     contact_address_for,
     crm_contact_for_phone,
@@ -59,20 +70,28 @@ __all__ = [
     "PARAMETER_NAME_MISSING",
     "SEND_FAILED",
     "SERVICE_WINDOW",
+    "TEMPLATE_LIST_FAILED",
     "TEMPLATE_LOOKUP_FAILED",
     "Window",
+    "approved_templates",
     "contact_address_for",
     "conversation_belongs",
     "conversation_transcript",
+    "create_canned_response",
     "create_contact",
     "crm_contact_for_phone",
+    "delete_canned_response",
     "delete_contact",
     "existing_conversation_ids",
+    "fill_variables",
+    "get_canned_response",
     "get_contact",
     "get_conversation",
     "get_message",
+    "has_templates",
     "ingest_events",
     "link_crm_contact",
+    "list_canned_responses",
     "list_contacts",
     "list_messages",
     "messages_by_external_ids",
@@ -82,9 +101,12 @@ __all__ = [
     "send_template",
     "sendable_address",
     "service_window",
+    "suggest_canned_responses",
     "template_for",
     "unanswered_counts",
+    "update_canned_response",
     "update_contact",
+    "visible_reactions",
 ]
 
 
@@ -238,20 +260,23 @@ def unanswered_counts(organization_id: uuid.UUID, conversation_ids: list[uuid.UU
     yet: the desk's unread badge), in one query whatever the number of conversations."""
     if not conversation_ids:
         return {}
-    reply = aliased(Message)
+    # The last reply of each conversation first (one index seek each on
+    # ix_messages_conversation_direction_timestamp), then the incoming messages after it (a range of the
+    # same index): the cost follows the rows shown, not the length of the conversations.
     last_reply = (
-        select(func.max(reply.timestamp))
-        .where(reply.conversation_id == Message.conversation_id, reply.direction == "outgoing")
-        .correlate(Message)
-        .scalar_subquery()
+        select(Message.conversation_id, func.max(Message.timestamp).label("at"))
+        .where(Message.conversation_id.in_(conversation_ids), Message.direction == "outgoing")
+        .group_by(Message.conversation_id)
+        .subquery()
     )
     rows = db.session.execute(
         select(Message.conversation_id, func.count())
+        .outerjoin(last_reply, last_reply.c.conversation_id == Message.conversation_id)
         .where(
             Message.organization_id == organization_id,
             Message.conversation_id.in_(conversation_ids),
             Message.direction == "incoming",
-            (last_reply.is_(None)) | (Message.timestamp > last_reply),
+            (last_reply.c.at.is_(None)) | (Message.timestamp > last_reply.c.at),
         )
         .group_by(Message.conversation_id)
     )
@@ -262,7 +287,8 @@ def recent_templates(
     organization_id: uuid.UUID, organization_address: str, limit: int = 200
 ) -> list[dict[str, str]]:
     """Templates this address sent lately (``{id, name, language}``, newest first, each once): what the
-    desk offers in its template picker until the channels area lists an address's templates."""
+    desk's template picker falls back to when the provider cannot list the approved ones
+    (:func:`approved_templates`)."""
     rows = db.session.scalars(
         select(Message.template)
         .where(

@@ -64,7 +64,6 @@ def create_org(name: str, products: str, timezone: str, as_json: bool) -> None:
         "organization_id": str(organization_id),
         "name": name.strip(),
         "products": products_chosen,
-        "timezone": timezone.strip(),
         "api_keys": {"live": keys["live"], "sandbox": keys["sandbox"]},
     }
     if as_json:

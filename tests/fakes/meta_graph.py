@@ -3,9 +3,12 @@
 It speaks the wire formats of ``../shared/research/meta.md``: the WhatsApp Cloud API send endpoint
 (``POST /<version>/<phone_number_id>/messages``) with its validation and error bodies, the Instagram /
 Messenger Send API (``{recipient, message}`` -> ``{recipient_id, message_id}``), and template reads
-(``GET /<version>/<template_id>``). Tests steer it: which tokens are valid or expired, which recipients
-are outside the window, rate limited or undeliverable, which templates exist; and read back every request
-it received. It knows nothing of the application's code.
+(``GET /<version>/<template_id>``) and template lists of a WhatsApp Business Account
+(``GET /<version>/<waba_id>/message_templates`` with ``fields``, ``status``, ``limit`` and cursor
+paging: ``{data, paging: {cursors: {before, after}, next}}``, ``next`` only while more pages follow).
+Tests steer it: which tokens are valid or expired, which recipients are outside the window, rate limited
+or undeliverable, which templates exist (and in which WABA); and read back every request it received.
+It knows nothing of the application's code.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import secrets
 import threading
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlencode
 
 from flask import Flask, Response, jsonify, request
 from werkzeug.serving import BaseWSGIServer, make_server
@@ -24,6 +28,11 @@ VERSION = "v23.0"
 WA_TYPES = ("text", "image", "video", "audio", "document", "location", "template", "sticker")
 MEDIA_TYPES = ("image", "video", "audio", "document", "sticker")
 PLACEHOLDER = re.compile(r"\{\{\s*([a-z0-9_]+)\s*\}\}")
+WABA_ID = "102290129340398"  # the WhatsApp Business Account of the fixtures' number (tests/fakes/fixtures.py)
+# Keys of a stored template that steer the fake and are not part of Meta's template object.
+INTERNAL_KEYS = ("status_at_send", "waba_id")
+DEFAULT_PAGE_SIZE = 25  # Graph's page size when ``limit`` is not given
+MAX_PAGE_SIZE = 1000
 
 
 def graph_error(
@@ -51,6 +60,27 @@ def graph_error(
     return response
 
 
+def _public(template: dict[str, Any], fields: list[str] | None = None) -> dict[str, Any]:
+    """The template as Meta shows it: without the fake's own keys, only ``fields`` (and ``id``) if given."""
+    shown = {key: value for key, value in template.items() if key not in INTERNAL_KEYS}
+    if fields:
+        shown = {key: value for key, value in shown.items() if key in fields or key == "id"}
+    return shown
+
+
+def _cursor(position: int) -> str:
+    # Graph's cursors are opaque base64 strings; this one encodes a position in the list.
+    return base64.urlsafe_b64encode(f"pos:{position}".encode()).decode()
+
+
+def _cursor_position(cursor: str) -> int | None:
+    try:
+        text = base64.urlsafe_b64decode(cursor.encode()).decode()
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return int(text[4:]) if text.startswith("pos:") and text[4:].isdigit() else None
+
+
 def new_wamid() -> str:
     return "wamid." + base64.b64encode(b"HBgL" + secrets.token_bytes(24)).decode()
 
@@ -62,6 +92,7 @@ class Received:
     object_id: str
     headers: dict[str, str]
     body: dict[str, Any] | None
+    query: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -72,6 +103,7 @@ class FakeMetaGraph:
     rate_limited: set[str] = field(default_factory=set)
     undeliverable: set[str] = field(default_factory=set)
     templates: dict[str, dict[str, Any]] = field(default_factory=dict)
+    wabas: set[str] = field(default_factory=set)  # WABAs known without templates (their list is empty)
     received: list[Received] = field(default_factory=list)
     server_errors: int = 0  # answer the next N requests with HTTP 500
     _server: BaseWSGIServer | None = None
@@ -81,6 +113,9 @@ class FakeMetaGraph:
         app = Flask("fake_meta_graph")
         app.add_url_rule("/<version>/<object_id>/messages", "send", self._send, methods=["POST"])
         app.add_url_rule("/<version>/<object_id>", "read", self._read, methods=["GET"])
+        app.add_url_rule(
+            "/<version>/<object_id>/message_templates", "templates", self._list_templates, methods=["GET"]
+        )
         self._server = make_server("127.0.0.1", 0, app, threaded=True)
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self
@@ -106,13 +141,16 @@ class FakeMetaGraph:
             self.rate_limited,
             self.undeliverable,
             self.templates,
+            self.wabas,
         ):
             collection.clear()
         self.received.clear()
         self.server_errors = 0
 
     def add_template(self, **template: Any) -> dict[str, Any]:
+        """A template of the WABA ``waba_id`` (default the fixtures' :data:`WABA_ID`)."""
         template.setdefault("id", str(800000000000000 + len(self.templates) + 1))
+        template.setdefault("waba_id", WABA_ID)
         template.setdefault("status", "APPROVED")
         template.setdefault("category", "UTILITY")
         template.setdefault("language", "en_US")
@@ -123,10 +161,16 @@ class FakeMetaGraph:
     def sends(self) -> list[Received]:
         return [r for r in self.received if r.method == "POST"]
 
+    def template_lists(self) -> list[Received]:
+        """Every ``GET /<waba_id>/message_templates`` received (one per page)."""
+        return [r for r in self.received if r.path.endswith("/message_templates")]
+
     # ---- HTTP ----
     def _record(self, object_id: str) -> Received:
         body = request.get_json(silent=True) if request.method == "POST" else None
-        received = Received(request.method, request.path, object_id, dict(request.headers), body)
+        received = Received(
+            request.method, request.path, object_id, dict(request.headers), body, dict(request.args)
+        )
         self.received.append(received)
         return received
 
@@ -164,7 +208,55 @@ class FakeMetaGraph:
                 message=f"Unsupported get request. Object with ID '{object_id}' does not exist, cannot be "
                 "loaded due to missing permissions, or does not support this operation.",
             )
-        return jsonify(template)
+        return jsonify(_public(template))
+
+    def _list_templates(self, version: str, object_id: str) -> Response:
+        """A WABA's templates as Graph pages them: ``status`` and ``name`` filter, ``fields`` chooses the
+        keys (``id`` always comes), ``limit`` sizes the page, ``after`` is the opaque cursor of the last
+        template of the previous page; ``paging.next`` is there only while more pages follow."""
+        self._record(object_id)
+        if self.server_errors:
+            self.server_errors -= 1
+            return graph_error(500, 1, "An unknown error occurred", error_type="GraphMethodException")
+        if (failure := self._auth()) is not None:
+            return failure
+        owned = [t for t in self.templates.values() if t.get("waba_id") == object_id]
+        if not owned and object_id not in self.wabas:
+            return graph_error(
+                400,
+                100,
+                "Unsupported get request",
+                subcode=33,
+                error_type="GraphMethodException",
+                message=f"Unsupported get request. Object with ID '{object_id}' does not exist, cannot be "
+                "loaded due to missing permissions, or does not support this operation.",
+            )
+        limit_text = request.args.get("limit", str(DEFAULT_PAGE_SIZE))
+        if not limit_text.isdigit() or not 0 < int(limit_text) <= MAX_PAGE_SIZE:
+            return graph_error(400, 100, "Invalid parameter", "Param limit must be a positive number")
+        status = request.args.get("status")
+        if status:
+            wanted = {s.strip().upper() for s in status.split(",")}
+            owned = [t for t in owned if t["status"] in wanted]
+        if request.args.get("name"):
+            owned = [t for t in owned if request.args["name"] in t["name"]]
+        start = 0
+        if "after" in request.args:
+            start = _cursor_position(request.args["after"])
+            if start is None:
+                return graph_error(400, 100, "Invalid parameter", "Invalid cursor")
+            start += 1
+        page = owned[start : start + int(limit_text)]
+        fields = [f.strip() for f in request.args.get("fields", "").split(",") if f.strip()]
+        data = [_public(t, fields) for t in page]
+        if not page:
+            return jsonify({"data": []})
+        last = start + len(page) - 1
+        paging: dict[str, Any] = {"cursors": {"before": _cursor(start), "after": _cursor(last)}}
+        if last + 1 < len(owned):
+            query = {key: value for key, value in request.args.items() if key not in ("after", "before")}
+            paging["next"] = f"{request.base_url}?{urlencode({**query, 'after': _cursor(last)})}"
+        return jsonify({"data": data, "paging": paging})
 
     def _send(self, version: str, object_id: str) -> Response:
         received = self._record(object_id)

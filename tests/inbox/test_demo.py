@@ -40,7 +40,7 @@ def test_demo_inbox_is_seeded_once(client: FlaskClient, runner: FlaskCliRunner) 
     assert by_name["Valeria Montes"]["status"] == "closed"
     assert by_name["Valeria Montes"]["extra"]["member_id"] == "mem_demo_ben"
     assert by_name["Fernanda Ortiz"]["extra"]["member_id"] == "ai_demo_sofia"
-    assert by_name["Jessica Ramírez"]["extra"].get("member_id") is None
-    archived = client.get(f"{base}/conversations?archived=true", headers=headers).get_json()["data"]
+    assert by_name["Camila Ruiz"]["extra"].get("member_id") is None  # Instagram: no routing rule
+    archived = client.get(f"{base}/conversations?status=archived", headers=headers).get_json()["data"]
     assert [c["name"] for c in archived] == ["Rodrigo Canul"]
     assert {c["service"] for c in every} == {"whatsapp", "instagram", "messenger"}

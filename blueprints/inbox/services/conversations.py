@@ -168,8 +168,9 @@ def _ordered(
     }[query.order_by]
     direction = column.asc() if query.order == "asc" else column.desc()
     tie = Conversation.id.asc() if query.order == "asc" else Conversation.id.desc()
-    # Conversations without messages sort last whichever the direction.
-    return statement.order_by(column.is_(None), direction, tie)
+    # Conversations without messages sort last whichever the direction; spelled NULLS LAST so that the
+    # default order (newest activity first) is read off the ix_conversations_inbox* indexes.
+    return statement.order_by(direction.nulls_last(), tie)
 
 
 def latest_messages(

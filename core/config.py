@@ -81,6 +81,10 @@ def load_settings(overrides: dict[str, Any] | None = None) -> dict[str, Any]:
         # Telecom lifecycle webhooks (docs/telecom.md): the delivery timeout; the Fernet key for endpoint
         # secrets at rest (derived from SECRET_KEY when unset); plain http to 127.0.0.1 for local receivers
         # (tests, a developer's laptop) — never on in production.
+        # Mexican carrier adapter by name; unset: the carrier simulator (the sandbox always uses it).
+        "TELECOM_CARRIER": env.get("TELECOM_CARRIER") or None,
+        # Travel eSIM supplier adapter by name; unset: the simulator (the sandbox always uses it).
+        "TELECOM_TRAVEL_SUPPLIER": env.get("TELECOM_TRAVEL_SUPPLIER") or None,
         "TELECOM_WEBHOOKS_TIMEOUT": float(env.get("TELECOM_WEBHOOKS_TIMEOUT", "10")),
         "TELECOM_WEBHOOK_SECRET_KEY": env.get("TELECOM_WEBHOOK_SECRET_KEY") or None,
         "TELECOM_WEBHOOKS_ALLOW_HTTP_LOOPBACK": env.get("TELECOM_WEBHOOKS_ALLOW_HTTP_LOOPBACK", "")

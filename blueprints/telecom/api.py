@@ -279,14 +279,20 @@ def get_transaction(path: TransactionPath) -> Json:
 @idempotent
 def create_subscription(body: SubscriptionCreate) -> Answer:
     """Order a line (`type` SIM or ESIM; 403 when that product is not enabled, before the rest of the body
-    is checked) for a user whose KYC is verified, on a plan, with a number in `area_code`. The plan's price
-    is held (402 `balance_insufficient`); the line is `pending` until the carrier activates it.
+    is checked) for a user whose KYC is verified, on a plan, with a new number in `area_code` or the number
+    a pending `porting` (`prt_…`) brings in. The plan's price is held (402 `balance_insufficient`); the line
+    is `pending` until the carrier activates it (for a porting: when the port completes).
 
     Send `Idempotency-Key: <unique string>` to make a retry safe: the same key and body replay the first
     answer (`Idempotent-Replayed: true`) and never charge twice; the same key with another body is 409.
     """
     line = subscriptions.NewLine(
-        type=body.type, user_id=body.user, plan_id=body.plan, area_code=body.area_code, metadata=body.metadata
+        type=body.type,
+        user_id=body.user,
+        plan_id=body.plan,
+        area_code=body.area_code,
+        porting_id=body.porting,
+        metadata=body.metadata,
     )
     subscription, order = subscriptions.create_subscription(_org(), line)
     return SubscriptionAccepted.of(subscription, order), 202

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from datetime import date
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Protocol
+from zoneinfo import ZoneInfo
 
 from flask import current_app
 
 from blueprints.telecom.mexico import luhn_digit
 from blueprints.telecom.models import Plan, Subscription, TopupOffer
+from blueprints.telecom.models_portings import Porting
 from core.environments import SANDBOX, current_environment
 from core.errors import ApiError
 
@@ -65,6 +67,14 @@ class IdentityResult:
     error_reason: str | None = None
 
 
+@dataclass(frozen=True)
+class PortRequest:
+    """The ABD accepted a port request: who gives the number up, and when the port window runs."""
+
+    donor_provider: str
+    scheduled_for: datetime
+
+
 class Carrier(Protocol):
     """What a carrier adapter implements. Methods raise :class:`CarrierDeclined` to fail an order."""
 
@@ -91,6 +101,13 @@ class Carrier(Protocol):
     def verify_identity(
         self, kind: str, identifier: str, full_name: str, document_number: str
     ) -> IdentityResult: ...
+
+    # Number portability (port-in): the request goes to the ABD, the outcome arrives at the port window.
+    def submit_port(self, porting: Porting, requested_at: datetime) -> PortRequest: ...
+
+    def port_outcome(self, porting: Porting) -> None:
+        """Return when the number is ours; raise :class:`CarrierDeclined` with a decline code otherwise."""
+        ...
 
 
 def _digest(*parts: str) -> int:
@@ -180,6 +197,54 @@ class Simulator:
                 f"The {kind.upper()} does not match the document's holder",
             )
         return IdentityResult(True, source)
+
+    # Number portability ---------------------------------------------------------------------------------
+
+    def submit_port(self, porting: Porting, requested_at: datetime) -> PortRequest:
+        donor = PORT_DONORS[_digest("donor", porting.phone_number) % len(PORT_DONORS)]
+        return PortRequest(donor, next_port_window(requested_at))
+
+    def port_outcome(self, porting: Porting) -> None:
+        if porting.nip in PORT_MAGIC_NIPS:
+            raise CarrierDeclined(*PORT_MAGIC_NIPS[porting.nip])
+        ending = porting.phone_number[-4:]
+        if ending in PORT_MAGIC_ENDINGS:
+            raise CarrierDeclined(*PORT_MAGIC_ENDINGS[ending])
+        if "mismatch" in porting.holder_full_name.lower():
+            raise CarrierDeclined(
+                "holder_data_mismatch", "The holder's data does not match the donor carrier's records"
+            )
+
+
+# The port window: the ABD executes requested ports at 10:00 Mexico City time on business days, so a port
+# completes within 24 h of a weekday request (the IFT rule) and a weekend request on Monday. Public holidays
+# are not modelled.
+PORT_WINDOW_ZONE = ZoneInfo("America/Mexico_City")
+PORT_WINDOW_TIME = time(10, 0)
+PORT_DONORS = ("Telcel", "AT&T México", "Movistar", "Bait", "Virgin Mobile")
+PORT_MAGIC_NIPS = {
+    "0000": ("nip_invalid", "The NIP does not match the one the ABD issued for this number"),
+    "1111": (
+        "nip_expired",
+        "The NIP is no longer valid (5 calendar days); the holder must request a new one",
+    ),
+}
+PORT_MAGIC_ENDINGS = {
+    "0001": ("porting_in_progress", "Another portability request for this number is in progress"),
+    "0002": ("recently_ported", "The number was ported in the last 30 days"),
+    "0003": ("number_not_active", "The number is not active at the donor carrier"),
+}
+
+
+def next_port_window(after: datetime) -> datetime:
+    """The first 10:00 America/Mexico_City on a Monday-Friday strictly after ``after`` (UTC-aware)."""
+    local = after.astimezone(PORT_WINDOW_ZONE)
+    day = local.date()
+    while True:
+        candidate = datetime.combine(day, PORT_WINDOW_TIME, tzinfo=PORT_WINDOW_ZONE)
+        if candidate > local and candidate.weekday() < 5:
+            return candidate.astimezone(UTC)
+        day += timedelta(days=1)
 
 
 _SIMULATOR = Simulator()

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import date
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, BeforeValidator, EmailStr, Field
+from pydantic import BaseModel, BeforeValidator, EmailStr, Field, ValidationInfo, field_validator
 
 from blueprints.telecom.services.common import CURRENCY, pesos
 from core.environments import LIVE, current_environment
@@ -145,8 +145,29 @@ class SubscriptionCreate(RequestModel):
     type: SimType
     user: str = Field(max_length=40)
     plan: str = Field(max_length=60)
-    area_code: str = Field(pattern=r"^\d{2,3}$")
+    # porting is declared before area_code: area_code's check reads it (pydantic validates in order).
+    porting: str | None = Field(
+        None, max_length=40, description="A pending porting (prt_…) whose number the line will take"
+    )
+    area_code: str | None = Field(
+        None,
+        pattern=r"^\d{2,3}$",
+        validate_default=True,
+        description="A new number in this area code; exactly one of area_code and porting",
+    )
     metadata: Metadata = Field(default_factory=dict)
+
+    @field_validator("area_code")
+    @classmethod
+    def _area_code_or_porting(cls, value: str | None, info: ValidationInfo) -> str | None:
+        # Exactly one: a new number or a ported one. Missing both reads as "area_code: Field required"
+        # so the message names the usual field, with the alternative.
+        porting = info.data.get("porting")
+        if value is None and porting is None:
+            raise ValueError("Field required (or porting, for a line that takes a ported number)")
+        if value is not None and porting is not None:
+            raise ValueError("send either area_code (a new number) or porting (a ported number), not both")
+        return value
 
 
 class SubscriptionListQuery(TelListQuery):

@@ -48,6 +48,18 @@ def invalid(param: str, problem: str, code: str = "parameter_invalid") -> ApiErr
 
 
 def publish(name: str, organization_id: uuid.UUID, obj: dict[str, Any]) -> None:
+    """Announce a change of a telecom resource (``obj`` names it: ``{"id", "object", ...}``).
+
+    In the caller's transaction: a stored event (``GET /v1/partner/events``) with the resource as the API
+    shows it, and one delivery per lifecycle webhook endpoint listening to ``name``, whose job is queued
+    after the commit. After the commit: the domain event to Socket.IO and in-process subscribers. A
+    rollback drops all of it, so nobody hears of a change that did not happen.
+    """
+    # Imported here: those modules import this one (cursor pages, errors).
+    from blueprints.telecom.services import events as event_store
+    from blueprints.telecom.services import webhooks
+
+    webhooks.fan_out(event_store.record(name, organization_id, obj))
     events.publish(name, organization_id, obj)
 
 

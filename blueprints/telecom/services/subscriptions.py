@@ -18,7 +18,7 @@ from sqlalchemy import func, select
 from blueprints.telecom.carrier import CarrierDeclined, UsageDay, carrier_for
 from blueprints.telecom.models import Order, Plan, Subscription, TopupOffer
 from blueprints.telecom.services import catalogue, kyc, ledger
-from blueprints.telecom.services.common import CursorPage, conflict, cursor_page, publish
+from blueprints.telecom.services.common import CursorPage, conflict, cursor_page, invalid, publish
 from blueprints.telecom.services.users import active_user
 from core.db import db, utcnow
 from core.errors import ApiError
@@ -41,11 +41,14 @@ SIM_CHANGE_REASONS = ("lost", "stolen", "damaged", "device_change")
 
 @dataclass
 class NewLine:
+    """A line to order: a new number in ``area_code``, or the number a ``porting`` (``prt_…``) brings in."""
+
     type: str
     user_id: str
     plan_id: str
-    area_code: str
+    area_code: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    porting_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,16 @@ def _lines_of(identity_number: str) -> int:
 
 
 def create_subscription(organization_id: uuid.UUID, line: NewLine) -> tuple[Subscription, Order]:
+    # portings imports this module (a completed port activates its line through process_order)
+    from blueprints.telecom.services import portings
+
+    if (line.area_code is None) == (line.porting_id is None):
+        raise invalid(
+            "area_code",
+            "send either area_code (a new number) or porting (a ported number), not both"
+            if line.area_code is not None
+            else "Field required (or porting, to bring the number of a porting)",
+        )
     user = active_user(organization_id, line.user_id)
     verification = kyc.verified_for(organization_id, user)
     if verification is None:
@@ -95,7 +108,12 @@ def create_subscription(organization_id: uuid.UUID, line: NewLine) -> tuple[Subs
             "kyc_required", "The user's identity must be verified (KYC) before a line is ordered", "user"
         )
     plan = catalogue.orderable_plan(line.plan_id, line.type)
-    catalogue.orderable_area_code(line.area_code)
+    porting = None
+    if line.porting_id is not None:
+        porting = portings.claim_for_line(organization_id, line.porting_id, user.id)
+        area_code = portings.area_code_of(porting.phone_number)
+    elif line.area_code is not None:
+        area_code = catalogue.orderable_area_code(line.area_code).code
     identity = verification.curp or verification.rfc or ""
     lines = _lines_of(identity)
     if lines >= MAX_LINES_PER_IDENTITY:
@@ -112,7 +130,7 @@ def create_subscription(organization_id: uuid.UUID, line: NewLine) -> tuple[Subs
         plan_id=plan.id,
         type=line.type,
         status="pending",
-        area_code=line.area_code,
+        area_code=area_code,
         kyc_verification_id=verification.id,
         identity_number=identity,
         registration_folio=f"{verification.folio}-{lines + 1:02d}",
@@ -126,15 +144,30 @@ def create_subscription(organization_id: uuid.UUID, line: NewLine) -> tuple[Subs
         subscription.esim_matching_id = profile.matching_id
     db.session.add(subscription)
     db.session.flush()
+    details = {"plan": plan.id} if porting is None else {"plan": plan.id, "porting": porting.id}
+    # A ported line is activated by its porting's completion, not dispatched to the carrier now.
     order = _new_order(
-        subscription, "line_purchase", {"plan": plan.id}, plan.price_cents, f"Line {plan.name}"
+        subscription,
+        "line_purchase",
+        details,
+        plan.price_cents,
+        f"Line {plan.name}",
+        dispatched=porting is None,
     )
+    if porting is not None:
+        portings.attach_line(porting, subscription)
     publish("subscription.created", organization_id, {"id": subscription.id, "object": "subscription"})
     return subscription, order
 
 
 def _new_order(
-    subscription: Subscription, kind: str, details: dict[str, Any], amount_cents: int | None, description: str
+    subscription: Subscription,
+    kind: str,
+    details: dict[str, Any],
+    amount_cents: int | None,
+    description: str,
+    *,
+    dispatched: bool = True,
 ) -> Order:
     order = Order(
         id=f"ord_{uuid.uuid4().hex}",
@@ -151,7 +184,8 @@ def _new_order(
         ledger.hold(subscription.organization_id, amount_cents, description, _source(order))
     subscription.pending_order_id = order.id
     db.session.flush()
-    dispatch(order)
+    if dispatched:
+        dispatch(order)
     return order
 
 
@@ -272,13 +306,16 @@ def _start_period(subscription: Subscription, plan: Plan, now: datetime) -> None
     subscription.period_end = now + timedelta(days=plan.validity_days)
 
 
-def _carry_out(subscription: Subscription, order: Order, now: datetime) -> str:
+def _carry_out(
+    subscription: Subscription, order: Order, now: datetime, ported_number: str | None = None
+) -> str:
     """Ask the carrier and apply the result to the line; returns the event to publish."""
     carrier = carrier_for()
     kind = order.type
     if kind == "line_purchase":
         activation = carrier.activate_line(subscription)
-        subscription.phone_number = activation.phone_number
+        # A ported line activates on the number it brought, not on a new one.
+        subscription.phone_number = ported_number or activation.phone_number
         subscription.iccid = activation.iccid
         subscription.status = "active"
         subscription.sim_status = "active"
@@ -335,11 +372,18 @@ def process_order(organization_id: str, order_id: str) -> None:
     order = find_for_org(Order, order_id, org)
     if order is None or order.status != "processing":
         return  # settled by an earlier run
+    ported_number = None
+    if order.type == "line_purchase" and order.details.get("porting"):
+        from blueprints.telecom.services import portings
+
+        ported_number = portings.ported_number(org, order.details["porting"])
+        if ported_number is None:
+            return  # the line waits for its port to complete; the porting's completion runs this again
     subscription = get_for_org(Subscription, order.subscription_id, org, "Subscription")
     now = utcnow()
     try:
         with db.session.begin_nested():  # a decline leaves no half-applied change on the line
-            event = _carry_out(subscription, order, now)
+            event = _carry_out(subscription, order, now, ported_number)
     except CarrierDeclined as declined:
         _fail(subscription, order, declined, now)
         order.status = "failed"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -24,9 +25,14 @@ class QueryCounter:
 
 @contextmanager
 def count_queries() -> Iterator[QueryCounter]:
+    """Statements of this thread only: the code under test (a test-client request runs in the test's
+    thread), not a presence grace timer or heartbeat that happens to touch the database meanwhile."""
     counter = QueryCounter()
+    thread = threading.get_ident()
 
     def _record(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, many: bool) -> None:
+        if threading.get_ident() != thread:
+            return
         if not statement.lstrip().upper().startswith(("PRAGMA", "SAVEPOINT", "RELEASE")):
             counter.statements.append(statement)
 

@@ -75,7 +75,7 @@ class Servers:
             env=self.environment,
             capture_output=True,
             text=True,
-            timeout=60,
+            timeout=180,
         )
         assert done.returncode == 0, done.stderr
         return done.stdout
@@ -91,7 +91,7 @@ def flask_servers(
     tmp_path: Path, redis_url: str, count: int = 2, extra_env: dict[str, str] | None = None
 ) -> Iterator[Servers]:
     """``count`` ``flask serve`` processes on one pair of SQLite stores and one Redis; killed afterwards.
-    An organization is created while they boot (``servers.organization``)."""
+    An organization is created before they start (``servers.organization``)."""
     environment = {
         **os.environ,
         "DATABASE_URL": f"sqlite:///{tmp_path / 'live.db'}",
@@ -106,6 +106,8 @@ def flask_servers(
     }
     servers = Servers([], environment)
     servers.flask("setup")
+    # before the servers boot: a loaded machine must not leave this CLI waiting on their first writes
+    servers.organization = json.loads(servers.flask("orgs", "create", "--name", "Two", "--json"))
     processes: list[subprocess.Popen[bytes]] = []
     try:
         for _ in range(count):
@@ -120,9 +122,8 @@ def flask_servers(
                 )
             )
             servers.urls.append(f"http://127.0.0.1:{port}")
-        servers.organization = json.loads(servers.flask("orgs", "create", "--name", "Two", "--json"))
         for url in servers.urls:
-            assert wait_until(lambda url=url: _answers(url), timeout=20), f"{url} did not start"
+            assert wait_until(lambda url=url: _answers(url), timeout=60), f"{url} did not start"
         yield servers
     finally:
         for process in processes:

@@ -11,6 +11,7 @@ from flask_migrate import upgrade
 
 from core import demo, jobs
 from core.environments import ENVIRONMENTS, in_environment
+from core.scale.common import ScaleType
 from core.serving import JsonErrorRequestHandler
 
 demo_cli = AppGroup("demo", help="Demo data.")
@@ -33,7 +34,15 @@ def setup_command() -> None:
 
 
 @demo_cli.command("seed")
-def seed_command() -> None:
+@click.option(
+    "--scale",
+    type=ScaleType(),
+    default=None,
+    help="Also generate the large dataset (organization Scale Co, live store): 'large' for 100,000 "
+    "conversations with 1,000,000 messages and the rest to match, or a fraction such as 0.01.",
+)
+@click.option("--quiet", is_flag=True, help="No progress bars for --scale.")
+def seed_command(scale: float | None, quiet: bool) -> None:
     """Create the demo organization and each area's demo data (idempotent)."""
     app = current_app._get_current_object()  # type: ignore[attr-defined]
     lines: list[str] = []
@@ -44,6 +53,14 @@ def seed_command() -> None:
     click.echo(f"Demo organization: {demo.DEMO_ORGANIZATION_NAME} ({demo.DEMO_ORGANIZATION_ID})")
     for line in lines:
         click.echo(f"  {line}")
+    if scale is not None:
+        # imported here: the generator pulls in every area's models and services
+        from core.scale import generate
+
+        scale_lines = generate(app, scale, quiet=quiet)
+        click.echo("Large dataset:")
+        for line in scale_lines:
+            click.echo(f"  {line}")
 
 
 @click.command("serve")

@@ -14,10 +14,10 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import ForeignKey, Index, Integer, Numeric, String, Text, UniqueConstraint
+from sqlalchemy import ForeignKey, Index, Integer, Numeric, String, Text, UniqueConstraint, text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from core.db import JSONType, TimestampMixin, UUIDPrimaryKeyMixin, db, utcnow
+from core.db import ORDERED_INDEXES, JSONType, TimestampMixin, UUIDPrimaryKeyMixin, db, utcnow
 
 MONEY = Numeric(20, 4)
 RATE = Numeric(30, 12)
@@ -28,6 +28,22 @@ MEMBER_ID = String(64)
 
 def _org_fk() -> Any:
     return ForeignKey("organizations.id", ondelete="CASCADE")
+
+
+# Partial indexes of the lists (migration crm_0003): their WHERE is declared here and in the migration,
+# their column order (``created_at DESC`` inside the task order) in the migration only, so the
+# model/migration comparison skips them like the other ordered indexes (core.db.ORDERED_INDEXES) and
+# tests/crm/test_list_plans.py checks the plans instead. Partial rather than a leading ``deleted_at``
+# column: PostgreSQL does not take ``deleted_at IS NULL`` as an equality when it looks for an index that
+# delivers the ORDER BY, so the page would still be sorted. The columns of the WHERE close each index:
+# SQLite counts from a partial index alone (a covering index, no table rows read) only when they are in it.
+LIVE = "deleted_at IS NULL"
+OPEN_TASK = "deleted_at IS NULL AND status <> 'completed'"
+
+
+def list_index(name: str, *columns: Any, where: str) -> Index:
+    ORDERED_INDEXES.add(name)
+    return Index(name, *columns, postgresql_where=text(where), sqlite_where=text(where))
 
 
 class CrmSettings(TimestampMixin, db.Model):
@@ -220,7 +236,32 @@ class Deal(UUIDPrimaryKeyMixin, TimestampMixin, db.Model):
         return utcnow() - self.stage_entered_at > timedelta(days=days)
 
 
-Index("ix_crm_deals_org_created", Deal.organization_id, Deal.created_at)
+# The deal list in its default order (newest first, ties by id, read backwards off these indexes), alone
+# and per common filter (pipeline, stage, owner, status, unassigned); the summary's GROUP BY stage,
+# currency is answered from the covering summary index without reading the deals.
+_DEAL_ORDER = (Deal.created_at, Deal.id, Deal.deleted_at)
+list_index("ix_crm_deals_list", Deal.organization_id, *_DEAL_ORDER, where=LIVE)
+list_index("ix_crm_deals_list_pipeline", Deal.organization_id, Deal.pipeline_id, *_DEAL_ORDER, where=LIVE)
+list_index("ix_crm_deals_list_stage", Deal.organization_id, Deal.stage_id, *_DEAL_ORDER, where=LIVE)
+list_index("ix_crm_deals_list_owner", Deal.organization_id, Deal.owner_id, *_DEAL_ORDER, where=LIVE)
+list_index("ix_crm_deals_list_status", Deal.organization_id, Deal.status, *_DEAL_ORDER, where=LIVE)
+list_index(
+    "ix_crm_deals_list_unassigned",
+    Deal.organization_id,
+    *_DEAL_ORDER,
+    Deal.owner_id,
+    where=f"{LIVE} AND owner_id IS NULL",
+)
+list_index(
+    "ix_crm_deals_summary",
+    Deal.organization_id,
+    Deal.pipeline_id,
+    Deal.stage_id,
+    Deal.currency,
+    Deal.amount,
+    Deal.deleted_at,
+    where=LIVE,
+)
 
 
 class DealContact(UUIDPrimaryKeyMixin, db.Model):
@@ -355,7 +396,28 @@ class Ticket(UUIDPrimaryKeyMixin, TimestampMixin, db.Model):
     )
 
 
-Index("ix_crm_tickets_org_created", Ticket.organization_id, Ticket.created_at)
+# The ticket list in its default order (newest first, ties by number, read backwards), alone and per
+# common filter (state, priority, assignee, unassigned). Tickets are never soft-deleted.
+Index("ix_crm_tickets_list", Ticket.organization_id, Ticket.created_at, Ticket.number)
+Index("ix_crm_tickets_list_state", Ticket.organization_id, Ticket.state, Ticket.created_at, Ticket.number)
+Index(
+    "ix_crm_tickets_list_priority", Ticket.organization_id, Ticket.priority, Ticket.created_at, Ticket.number
+)
+Index(
+    "ix_crm_tickets_list_assignee",
+    Ticket.organization_id,
+    Ticket.assignee_member_id,
+    Ticket.created_at,
+    Ticket.number,
+)
+list_index(
+    "ix_crm_tickets_list_unassigned",
+    Ticket.organization_id,
+    Ticket.created_at,
+    Ticket.number,
+    Ticket.assignee_member_id,
+    where="assignee_member_id IS NULL",
+)
 
 
 class TicketConversation(UUIDPrimaryKeyMixin, db.Model):
@@ -409,3 +471,20 @@ class CrmTask(UUIDPrimaryKeyMixin, TimestampMixin, db.Model):
     ticket: Mapped[Ticket | None] = relationship(lazy="raise")
     contact: Mapped[CrmContact | None] = relationship(lazy="raise")
     account: Mapped[CrmAccount | None] = relationship(lazy="raise")
+
+
+# The task list in its order (soonest due first, undated last, then newest, then id: ``due_date``,
+# ``created_at DESC``, ``id`` in the migration), alone and per common filter: owner, and not completed
+# (``is_completed=false``, ``overdue``), the to-do view, alone and per owner.
+_TASK_ORDER = (CrmTask.due_date, CrmTask.created_at, CrmTask.id, CrmTask.deleted_at)
+list_index("ix_crm_tasks_list", CrmTask.organization_id, *_TASK_ORDER, where=LIVE)
+list_index("ix_crm_tasks_list_owner", CrmTask.organization_id, CrmTask.owner_id, *_TASK_ORDER, where=LIVE)
+list_index("ix_crm_tasks_list_open", CrmTask.organization_id, *_TASK_ORDER, CrmTask.status, where=OPEN_TASK)
+list_index(
+    "ix_crm_tasks_list_owner_open",
+    CrmTask.organization_id,
+    CrmTask.owner_id,
+    *_TASK_ORDER,
+    CrmTask.status,
+    where=OPEN_TASK,
+)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import Context, Decimal
 from typing import Any
 
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import BigInteger, cast, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import selectinload
 
@@ -468,79 +468,122 @@ class PipelineTotals:
     conversions: list[Conversion]
 
 
+# Amounts are summed in SQL as integers of the column's scale (Numeric(20, 4)): PostgreSQL's numeric sum is
+# exact anyway, but SQLite keeps NUMERIC values as binary floats and would sum them inexactly. Rounding
+# ``amount * 10^4`` recovers the stored value exactly on both (amounts below 10^11 in any currency).
+_AMOUNT_SCALE = 4
+# Group totals (at most 20 integer digits and 4 decimals) times a rate (at most 30 significant digits,
+# 28 for an inverse or cross rate), times a probability: exact within 80 digits, so the summary is the
+# exact sum of the deals at the rates shown, rounded once.
+_EXACT = Context(prec=80)
+
+
+@dataclass
+class _StageBucket:
+    count: int = 0
+    total: Decimal = Decimal(0)
+    weighted: Decimal = Decimal(0)
+    unconverted: int = 0
+
+
 def pipeline_summary(organization_id: uuid.UUID, pipeline_id: uuid.UUID) -> PipelineTotals:
     """Per-stage totals of the pipeline's live deals (every status) converted to the base currency.
 
-    Each deal is converted at full precision (direct rate, else inverse, else the shortest cross chain);
-    stage and pipeline totals are summed, then rounded half-up once to the base currency's minor units.
-    Weighted amount = converted amount x stage probability / 100. A deal whose currency has no chain to
-    the base is left out of the amounts and listed in ``unconverted``; ``complete`` is false then.
+    The database groups the deals by stage and currency (count and exact sum); each group is converted
+    at full precision (direct rate, else inverse, else the shortest cross chain), which equals converting
+    every deal and adding them up. Stage and pipeline totals are rounded half-up once to the base
+    currency's minor units. Weighted amount = converted amount x stage probability / 100. Deals whose
+    currency has no chain to the base are left out of the amounts and listed in ``unconverted`` (read
+    one by one only then); ``complete`` is false then.
     """
     pipeline = get_pipeline(organization_id, pipeline_id)
     base = read_settings(organization_id).base_currency
     rates = {(r.from_currency, r.to_currency): r.rate for r in list_rates(organization_id)}
-    rows = db.session.execute(
-        select(Deal.id, Deal.reference, Deal.stage_id, Deal.amount, Deal.currency)
-        .where(
-            Deal.organization_id == organization_id,
-            Deal.pipeline_id == pipeline.id,
-            Deal.deleted_at.is_(None),
-        )
-        .order_by(Deal.number)
+    live = (
+        Deal.organization_id == organization_id,
+        Deal.pipeline_id == pipeline.id,
+        Deal.deleted_at.is_(None),
+    )
+    minor = cast(func.round(Deal.amount * 10**_AMOUNT_SCALE), BigInteger)
+    groups = db.session.execute(
+        select(Deal.stage_id, Deal.currency, func.count().label("deals"), func.sum(minor).label("minor"))
+        .where(*live)
+        .group_by(Deal.stage_id, Deal.currency)
     ).all()
-    conversions = {c: find_conversion(c, base, rates) for c in sorted({row.currency for row in rows})}
-    per_stage: dict[uuid.UUID, dict[str, Any]] = {
-        s.id: {"count": 0, "total": Decimal(0), "weighted": Decimal(0), "unconverted": 0}
-        for s in pipeline.stages
-    }
+    conversions = {c: find_conversion(c, base, rates) for c in sorted({group.currency for group in groups})}
+    buckets = {s.id: _StageBucket() for s in pipeline.stages}
     probabilities = {s.id: Decimal(s.probability) for s in pipeline.stages}
-    unconverted: list[UnconvertedDeal] = []
-    for row in rows:
-        bucket = per_stage.get(row.stage_id)
+    total_deals = 0
+    for group in groups:
+        total_deals += group.deals
+        bucket = buckets.get(group.stage_id)
         if bucket is None:  # cannot happen while deals keep a stage of their pipeline; never hide it
             continue
-        bucket["count"] += 1
-        conversion = conversions[row.currency]
+        bucket.count += group.deals
+        conversion = conversions[group.currency]
         if conversion is None:
-            bucket["unconverted"] += 1
-            unconverted.append(
-                UnconvertedDeal(
-                    deal_id=row.id,
-                    reference=row.reference,
-                    stage_id=row.stage_id,
-                    amount=row.amount,
-                    currency=row.currency,
-                    reason=f"no exchange rate from {row.currency} to {base}",
-                )
-            )
+            bucket.unconverted += group.deals
             continue
-        converted = row.amount * conversion.rate
-        bucket["total"] += converted
-        bucket["weighted"] += converted * probabilities[row.stage_id] / 100
-    total = sum((b["total"] for b in per_stage.values()), Decimal(0))
-    weighted = sum((b["weighted"] for b in per_stage.values()), Decimal(0))
+        amount = Decimal(int(group.minor or 0)).scaleb(-_AMOUNT_SCALE)
+        converted = _EXACT.multiply(amount, conversion.rate)
+        bucket.total = _EXACT.add(bucket.total, converted)
+        weighted = _EXACT.divide(_EXACT.multiply(converted, probabilities[group.stage_id]), Decimal(100))
+        bucket.weighted = _EXACT.add(bucket.weighted, weighted)
+    unconverted = _unconverted_deals(live, conversions, buckets, base)
+    total = sum((b.total for b in buckets.values()), Decimal(0))
+    weighted_total = sum((b.weighted for b in buckets.values()), Decimal(0))
     return PipelineTotals(
         pipeline_id=pipeline.id,
         base_currency=base,
         total_amount=round_money(total, base),
-        weighted_amount=round_money(weighted, base),
-        total_deals=len(rows),
-        converted_deals=len(rows) - len(unconverted),
+        weighted_amount=round_money(weighted_total, base),
+        total_deals=total_deals,
+        converted_deals=total_deals - len(unconverted),
         complete=not unconverted,
         stages=[
             StageTotal(
                 stage=s,
-                deal_count=per_stage[s.id]["count"],
-                total_amount=round_money(per_stage[s.id]["total"], base),
-                weighted_amount=round_money(per_stage[s.id]["weighted"], base),
+                deal_count=buckets[s.id].count,
+                total_amount=round_money(buckets[s.id].total, base),
+                weighted_amount=round_money(buckets[s.id].weighted, base),
                 currency=base,
-                unconverted_count=per_stage[s.id]["unconverted"],
+                unconverted_count=buckets[s.id].unconverted,
             )
             for s in pipeline.stages
         ],
         unconverted=unconverted,
         conversions=[c for c in conversions.values() if c is not None],
     )
+
+
+def _unconverted_deals(
+    live: tuple[Any, ...],
+    conversions: dict[str, Conversion | None],
+    buckets: dict[uuid.UUID, _StageBucket],
+    base: str,
+) -> list[UnconvertedDeal]:
+    """The deals of the currencies without a chain to ``base``, oldest number first (no query when every
+    currency converts, the usual case)."""
+    missing = [currency for currency, conversion in conversions.items() if conversion is None]
+    if not missing:
+        return []
+    rows = db.session.execute(
+        select(Deal.id, Deal.reference, Deal.stage_id, Deal.amount, Deal.currency)
+        .where(*live, Deal.currency.in_(missing))
+        .order_by(Deal.number)
+    )
+    return [
+        UnconvertedDeal(
+            deal_id=row.id,
+            reference=row.reference,
+            stage_id=row.stage_id,
+            amount=row.amount,
+            currency=row.currency,
+            reason=f"no exchange rate from {row.currency} to {base}",
+        )
+        for row in rows
+        if row.stage_id in buckets
+    ]
 
 
 def supported_currencies() -> list[str]:

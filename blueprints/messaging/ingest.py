@@ -232,18 +232,17 @@ def _touch(conversation: Conversation, message: Message) -> None:
         conversation.status = "active"
 
 
-def _apply_statuses(
-    items: list[tuple[OrganizationAddress, StatusUpdate]],
-    result: DeliveryReport,
-    backlogged: set[tuple[uuid.UUID, str]],
-) -> None:
-    if not items:
-        return
+def _external_ids_by_org(pairs: Iterable[tuple[OrganizationAddress, str]]) -> dict[uuid.UUID, set[str]]:
     by_org: dict[uuid.UUID, set[str]] = defaultdict(set)
-    for address, event in items:
-        by_org[address.organization_id].add(event.external_id)
+    for address, external_id in pairs:
+        by_org[address.organization_id].add(external_id)
+    return by_org
+
+
+def _locked_messages(by_org: dict[uuid.UUID, set[str]]) -> dict[tuple[uuid.UUID, str], Message]:
+    """The stored messages with these provider ids, row-locked until the commit in one order (by id, in
+    chunks), so concurrent deliveries touching the same messages take turns instead of deadlocking."""
     messages: dict[tuple[uuid.UUID, str], Message] = {}
-    waiting: set[tuple[uuid.UUID, str, str]] = set()
     for organization_id, external_ids in by_org.items():
         for part in chunks(sorted(external_ids)):
             for message in db.session.scalars(
@@ -254,6 +253,21 @@ def _apply_statuses(
                 )
             ):
                 messages[(organization_id, message.external_id or "")] = message
+    return messages
+
+
+def _apply_statuses(
+    items: list[tuple[OrganizationAddress, StatusUpdate]],
+    result: DeliveryReport,
+    backlogged: set[tuple[uuid.UUID, str]],
+) -> None:
+    if not items:
+        return
+    by_org = _external_ids_by_org((address, event.external_id) for address, event in items)
+    messages = _locked_messages(by_org)
+    waiting: set[tuple[uuid.UUID, str, str]] = set()
+    for organization_id, external_ids in by_org.items():
+        for part in chunks(sorted(external_ids)):
             for row in db.session.execute(
                 select(StatusBacklog.external_id, StatusBacklog.status).where(
                     StatusBacklog.organization_id == organization_id, StatusBacklog.external_id.in_(part)
@@ -325,20 +339,9 @@ def _apply_reactions(items: list[tuple[OrganizationAddress, ReactionUpdate]], re
     shown anywhere; Meta's reactions to messages older than the desk's history are such)."""
     if not items:
         return
-    by_org: dict[uuid.UUID, set[str]] = defaultdict(set)
-    for address, event in items:
-        by_org[address.organization_id].add(event.message_external_id)
-    messages: dict[tuple[uuid.UUID, str], Message] = {}
-    for organization_id, external_ids in by_org.items():
-        for part in chunks(sorted(external_ids)):
-            for message in db.session.scalars(
-                for_update(
-                    select(Message)
-                    .where(Message.organization_id == organization_id, Message.external_id.in_(part))
-                    .order_by(Message.external_id)
-                )
-            ):
-                messages[(organization_id, message.external_id or "")] = message
+    messages = _locked_messages(
+        _external_ids_by_org((address, event.message_external_id) for address, event in items)
+    )
     changed: dict[uuid.UUID, Message] = {}
     for address, event in sorted(items, key=lambda item: item[1].timestamp):
         message = messages.get((address.organization_id, event.message_external_id))

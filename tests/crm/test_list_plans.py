@@ -6,13 +6,11 @@ The total of a full page is counted from an index alone (no table rows read)."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from flask import Flask
-from sqlalchemy import event, text
 
 from blueprints.crm.services.deals import DealFilters, list_deals
 from blueprints.crm.services.pipelines import ensure_default_pipeline, list_pipelines, pipeline_summary
@@ -21,6 +19,7 @@ from blueprints.crm.services.tickets import TicketFilters, list_tickets
 from core.db import db
 from core.environments import LIVE, in_environment
 from tests.conftest import Org
+from tests.support.plans import captured_statements, query_plan
 
 SOME_ID = uuid.UUID("00000000-0000-4000-8000-000000000001")
 
@@ -64,46 +63,18 @@ LISTS: dict[str, tuple[str, Callable[[uuid.UUID, Any], Any], dict[str, tuple[Any
 CASES = [(name, case) for name, (_, _, cases) in LISTS.items() for case in cases]
 
 
-@contextmanager
-def _captured() -> Iterator[list[tuple[str, Any]]]:
-    seen: list[tuple[str, Any]] = []
-
-    def keep(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, many: bool) -> None:
-        seen.append((statement, parameters))
-
-    event.listen(db.engine, "before_cursor_execute", keep)
-    try:
-        yield seen
-    finally:
-        event.remove(db.engine, "before_cursor_execute", keep)
-
-
-def _plan(statement: str, parameters: Any) -> str:
-    connection = db.session.connection()
-    if connection.dialect.name == "sqlite":
-        rows = connection.exec_driver_sql(f"EXPLAIN QUERY PLAN {statement}", parameters).fetchall()
-        return "\n".join(str(row[-1]) for row in rows)
-    # PostgreSQL would rightly scan a tiny table; forbid the scan and the sort so that the plan shows
-    # whether an index can deliver the order at all (a disabled node still appears when nothing else can).
-    connection.execute(text("SET LOCAL enable_seqscan = off"))
-    connection.execute(text("SET LOCAL enable_sort = off"))
-    connection.execute(text("SET LOCAL enable_bitmapscan = off"))
-    rows = connection.exec_driver_sql(f"EXPLAIN {statement}", parameters).fetchall()
-    return "\n".join(str(row[0]) for row in rows)
-
-
 def _statements(app: Flask, name: str, case: str, offset: int) -> tuple[str, str, str]:
     """The plans of the page query and of the count query of one list (an offset past the end makes
     the service count, as it does for a full page)."""
     table, service, cases = LISTS[name]
     filters, _ = cases[case]
     with in_environment(app, LIVE):
-        with _captured() as seen:
+        with captured_statements() as seen:
             service(uuid.uuid4(), type(filters)(**{**filters.__dict__, "offset": offset}))
         [page] = [(s, p) for s, p in seen if f"FROM {table}" in s and "ORDER BY" in s and "count(" not in s]
         counts = [(s, p) for s, p in seen if "count(" in s]
         dialect = db.session.connection().dialect.name
-        plans = _plan(*page), (_plan(*counts[0]) if counts else ""), dialect
+        plans = query_plan(*page), (query_plan(*counts[0]) if counts else ""), dialect
         db.session.rollback()
     return plans
 
@@ -135,11 +106,11 @@ def test_the_summary_groups_off_its_covering_index(app: Flask, org: Org) -> None
     with in_environment(app, LIVE):
         ensure_default_pipeline(organization_id)
         pipeline = list_pipelines(organization_id)[0]
-        with _captured() as seen:
+        with captured_statements() as seen:
             pipeline_summary(organization_id, pipeline.id)
         [grouped] = [(s, p) for s, p in seen if "GROUP BY" in s]
         dialect = db.session.connection().dialect.name
-        plan = _plan(*grouped)
+        plan = query_plan(*grouped)
         db.session.rollback()
     assert "ix_crm_deals_summary" in plan, plan
     assert "TEMP B-TREE" not in plan and "Sort" not in plan, plan

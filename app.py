@@ -10,11 +10,14 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import logging
+import select
 from types import ModuleType
 from typing import Any
 
 from flask import Flask, Response, jsonify, redirect, url_for
 from flask_migrate import Migrate
+from sqlalchemy import event
+from sqlalchemy.exc import DisconnectionError
 from werkzeug.middleware.dispatcher import DispatcherMiddleware
 
 from core import errors, jobs, realtime, uow
@@ -47,6 +50,27 @@ def _optional_module(name: str) -> ModuleType | None:
 migrate = Migrate()
 
 
+def _discard_closed_connection(dbapi_connection: Any, record: Any, proxy: Any) -> None:
+    """Refuse a pooled connection whose server side has gone away, before anything is sent on it.
+
+    An idle client connection never has bytes waiting: the server speaks only when asked (we use no
+    LISTEN). A readable socket therefore means the server closed it (PostgreSQL sends a FATAL error,
+    e.g. after ``pg_terminate_backend`` or a restart, then closes). Raising DisconnectionError makes the
+    pool drop it and hand out another (SQLAlchemy's checkout-event recipe). A poll with a zero timeout is
+    a system call, not a round trip. SQLite connections have no socket and are left alone."""
+    fileno = getattr(dbapi_connection, "fileno", None)
+    if fileno is None:
+        return
+    try:
+        descriptor = fileno()
+    except Exception:  # already closed on the client side
+        raise DisconnectionError("connection closed") from None
+    poller = select.poll()
+    poller.register(descriptor, select.POLLIN | select.POLLPRI)
+    if poller.poll(0):
+        raise DisconnectionError("the database closed this connection while it was idle")
+
+
 def _build(settings: dict[str, Any], environment: str) -> AgentDeskOpenAPI:
     app = AgentDeskOpenAPI(
         __name__,
@@ -65,10 +89,18 @@ def _build(settings: dict[str, Any], environment: str) -> AgentDeskOpenAPI:
     app.config["SQLALCHEMY_DATABASE_URI"] = (
         settings["DATABASE_URL"] if environment == LIVE else settings["SANDBOX_DATABASE_URL"]
     )
-    app.config.setdefault("SQLALCHEMY_ENGINE_OPTIONS", {"pool_pre_ping": True})
+    # No pool pre-ping (a round trip before every request's first statement): connections are recycled
+    # after DATABASE_POOL_RECYCLE_SECONDS, one the server closed while idle is discarded at checkout by
+    # a socket poll (no round trip: _discard_closed_connection), and one that dies under a request makes
+    # SQLAlchemy invalidate the pool and the request answer a retryable 503 (core.errors).
+    app.config.setdefault(
+        "SQLALCHEMY_ENGINE_OPTIONS", {"pool_recycle": settings["DATABASE_POOL_RECYCLE_SECONDS"]}
+    )
     app.json = ExactJSONProvider(app)
     app.json.sort_keys = False  # type: ignore[attr-defined]
     db.init_app(app)
+    with app.app_context():
+        event.listen(db.engine, "checkout", _discard_closed_connection)
     migrate.init_app(app, db, directory=str(PROJECT_ROOT / "migrations"), render_as_batch=True)
     errors.init_app(app)
     for area in discover_areas():

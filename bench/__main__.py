@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import sys
 
-from bench import api_auth, crm_pipeline, inbox_list, inbox_pages
+from bench import api_auth, crm_pipeline, inbox_list, inbox_pages, single_get
 
 BENCHMARKS = {
     "api_auth": api_auth.main,
     "inbox_list": inbox_list.main,
     "inbox_pages": inbox_pages.main,
     "crm_pipeline": crm_pipeline.main,
+    "single_get": single_get.main,
 }
 
 

@@ -21,7 +21,12 @@ from flask import Blueprint, Response, after_this_request, current_app, g, has_r
 
 # Tenancy is the organizations area's model; auth only reads it.
 from blueprints.organizations.models import Organization
-from blueprints.organizations.services import key_touch_due, resolve_api_key, touch_api_key
+from blueprints.organizations.services import (
+    authenticate_key,
+    key_touch_due,
+    note_key_touched,
+    touch_api_key,
+)
 from core.db import db, utcnow
 from core.environments import current_environment
 from core.errors import ApiError
@@ -40,6 +45,9 @@ class Principal:
     key_id: uuid.UUID | None = None
     subject: str | None = None
     key_prefix: str | None = None
+    # The organization's enabled products when authentication already knows them (an API key's cached
+    # snapshot): product gating then needs no query. None: ask the database.
+    products: tuple[str, ...] | None = None
 
     @property
     def actor(self) -> str:
@@ -96,15 +104,25 @@ def _authenticate(allow_jwt: bool) -> Principal:
     api_key = request.headers.get("X-API-Key", "").strip()
     if not api_key:
         raise ApiError(401)
-    resolved = resolve_api_key(api_key, environment)
+    now = utcnow()
+    # Cached in process (core.keycache): a known key costs no query; active, environment and expiry are
+    # still checked on every request, from the snapshot.
+    resolved = authenticate_key(api_key, environment, now)
     if resolved is None:
         raise ApiError(401)
-    key, organization = resolved
+    snapshot = resolved.snapshot
     touch_after = timedelta(seconds=current_app.config["API_KEY_TOUCH_SECONDS"])
-    now = utcnow()
-    if key_touch_due(key, now, touch_after):
-        _touch_after_response(key.id, now, touch_after)
-    return Principal(organization.id, environment, "api_key", key_id=key.id, key_prefix=key.prefix)
+    if key_touch_due(resolved.last_used_at, now, touch_after):
+        note_key_touched(resolved.key_hash, now)
+        _touch_after_response(snapshot.key_id, now, touch_after)
+    return Principal(
+        snapshot.organization_id,
+        environment,
+        "api_key",
+        key_id=snapshot.key_id,
+        key_prefix=snapshot.prefix,
+        products=snapshot.products,
+    )
 
 
 def _touch_after_response(key_id: uuid.UUID, now: datetime, touch_after: timedelta) -> None:
@@ -149,10 +167,17 @@ def protect(blueprint: Blueprint, *, allow_jwt: bool = False) -> None:
         _check_path_organization(principal)
 
 
+def _products() -> tuple[str, ...]:
+    principal = current_principal()
+    if principal.products is not None:
+        return principal.products
+    organization = db.session.get(Organization, principal.organization_id)
+    return tuple(organization.products or ()) if organization is not None else ()
+
+
 def require_product(product: str) -> None:
     """Telecom product gating: 403 when the caller's organization has not enabled ``product``."""
-    organization = db.session.get(Organization, current_organization_id())
-    if organization is None or not organization.has_product(product):
+    if product not in _products():
         raise ApiError(
             403,
             f"The product {product} is not enabled for this organization",
@@ -161,5 +186,4 @@ def require_product(product: str) -> None:
 
 
 def organization_has_product(product: str) -> bool:
-    organization = db.session.get(Organization, current_organization_id())
-    return organization is not None and organization.has_product(product)
+    return product in _products()

@@ -95,6 +95,16 @@ def load_settings(overrides: dict[str, Any] | None = None) -> dict[str, Any]:
         # the desk live; "0" turns it off. Only the demo organization (core.demo) ever gets these.
         "DEMO_LIVE_MESSAGES": env.get("DEMO_LIVE_MESSAGES", "1").strip().lower()
         not in ("0", "false", "no", "off"),
+        # API keys resolved in process (core.keycache): at most this many per store (0: no cache); trusted
+        # API_KEY_CACHE_SECONDS while subscribed to the invalidation channel on REDIS_URL, otherwise
+        # API_KEY_CACHE_LOCAL_SECONDS (how long a key revoked by another process may still be accepted).
+        # The channel defaults to SOCKETIO_CHANNEL + "-apikeys", so isolating one isolates both.
+        "API_KEY_CACHE_SIZE": int(env.get("API_KEY_CACHE_SIZE", "10000")),
+        "API_KEY_CACHE_SECONDS": float(env.get("API_KEY_CACHE_SECONDS", "60")),
+        "API_KEY_CACHE_LOCAL_SECONDS": float(env.get("API_KEY_CACHE_LOCAL_SECONDS", "1")),
+        "API_KEY_CACHE_CHANNEL": env.get("API_KEY_CACHE_CHANNEL") or None,
+        # Pooled database connections are replaced after this age (instead of a pre-ping per request).
+        "DATABASE_POOL_RECYCLE_SECONDS": int(env.get("DATABASE_POOL_RECYCLE_SECONDS", "1800")),
     }
     settings.update(overrides)
     if not settings["SECRET_KEY"]:

@@ -185,9 +185,27 @@ def _handle_http_exception(error: HTTPException) -> Response | HTTPException:
 
 
 def _handle_unexpected(error: Exception) -> Response:
+    if _lost_database_connection(error):
+        # The database closed this connection under the request (a restart, pg_terminate_backend, a
+        # failover) after the pool handed it out. SQLAlchemy has already invalidated the pool, so the
+        # next request gets a fresh connection: a retryable 503, not a 500. Nothing was committed.
+        log.warning("database connection lost on %s %s: %s", request.method, request.path, error)
+        _rollback()
+        return error_response(
+            ApiError(503, DATABASE_UNAVAILABLE, code="database_unavailable", headers={"Retry-After": "1"})
+        )
     log.exception("unhandled error on %s %s", request.method, request.path)
     _rollback()
     return error_response(ApiError(500))
+
+
+DATABASE_UNAVAILABLE = "The database connection was lost; retry the request"
+
+
+def _lost_database_connection(error: BaseException) -> bool:
+    from sqlalchemy.exc import DBAPIError
+
+    return isinstance(error, DBAPIError) and bool(error.connection_invalidated)
 
 
 def _rollback() -> None:

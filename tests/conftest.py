@@ -46,6 +46,9 @@ def _config(stores: Stores, instance: Path) -> dict[str, Any]:
         "JOBS_MODE": "inline",
         "REDIS_URL": None,
         "API_KEY_TOUCH_SECONDS": 0,
+        # Keys stay cached for the whole test (in-process revocations still drop them at once through
+        # core.keycache.invalidate): a statement count must not depend on a 1 s TTL expiring mid-test.
+        "API_KEY_CACHE_LOCAL_SECONDS": 3600,
     }
 
 

@@ -9,15 +9,18 @@ import string
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import event, or_, select, update
 
 from blueprints.organizations.models import PRODUCTS, ApiKey, Organization
+from core import keycache
 from core.db import db, utcnow
 from core.environments import KEY_PREFIXES
 from core.errors import ApiError
 from core.text import LIKE_ESCAPE, prefix_pattern
 from core.timeutil import get_zone
+from core.uow import after_commit
 
 _ALPHABET = string.ascii_letters + string.digits
 SECRET_LENGTH = 40
@@ -115,6 +118,10 @@ def issue_api_key(
     )
     db.session.add(key)
     db.session.flush()
+    # This process knows the new key at once (another process loads it on its first use: unknown keys
+    # are never cached, so there is nothing to invalidate anywhere).
+    snapshot = _snapshot(key, organization)
+    after_commit(lambda: keycache.remember(key.key_hash, snapshot, None))
     return IssuedKey(key, plaintext)
 
 
@@ -122,31 +129,83 @@ def find_key(plaintext: str) -> ApiKey | None:
     return db.session.scalar(select(ApiKey).where(ApiKey.key_hash == hash_key(plaintext)))
 
 
+def _key_and_organization(key_hash: str) -> tuple[ApiKey, Organization] | None:
+    row = db.session.execute(
+        select(ApiKey, Organization)
+        .join(Organization, Organization.id == ApiKey.organization_id)
+        .where(ApiKey.key_hash == key_hash)
+    ).first()
+    return None if row is None else (row[0], row[1])
+
+
 def resolve_api_key(
     plaintext: str, environment: str, *, touch_after: timedelta = timedelta(seconds=60)
 ) -> tuple[ApiKey, Organization] | None:
     """The active key and its organization, or None when the key is unknown, inactive, expired or of
-    another environment. A read only: :func:`key_touch_due` says when ``last_used_at`` should be written."""
+    another environment. A read only (one query, never cached: see :func:`authenticate_key`)."""
     if not plaintext:
         return None
-    row = db.session.execute(
-        select(ApiKey, Organization)
-        .join(Organization, Organization.id == ApiKey.organization_id)
-        .where(ApiKey.key_hash == hash_key(plaintext))
-    ).first()
-    if row is None:
+    found = _key_and_organization(hash_key(plaintext))
+    if found is None:
         return None
-    key, organization = row
-    now = utcnow()
+    key, organization = found
     if not key.active or key.environment != environment:
         return None
-    if key.expires_at is not None and key.expires_at <= now:
+    if key.expires_at is not None and key.expires_at <= utcnow():
         return None
     return key, organization
 
 
-def key_touch_due(key: ApiKey, now: datetime, touch_after: timedelta) -> bool:
-    return key.last_used_at is None or now - key.last_used_at >= touch_after
+def _snapshot(key: ApiKey, organization: Organization) -> keycache.CachedKey:
+    return keycache.CachedKey(
+        key_id=key.id,
+        prefix=key.prefix,
+        environment=key.environment,
+        active=key.active,
+        expires_at=key.expires_at,
+        organization_id=organization.id,
+        organization_name=organization.name,
+        products=tuple(organization.products or ()),
+    )
+
+
+@dataclass(frozen=True)
+class AuthenticatedKey:
+    """A usable key as authentication sees it: the snapshot and when the key was last recorded used."""
+
+    snapshot: keycache.CachedKey
+    key_hash: str
+    last_used_at: datetime | None
+
+
+def authenticate_key(plaintext: str, environment: str, now: datetime) -> AuthenticatedKey | None:
+    """:func:`resolve_api_key` through this process's cache (``core.keycache``): a known key costs no
+    query. ``active``, the environment and ``expires_at`` are checked on every call, from the snapshot."""
+    if not plaintext:
+        return None
+    key_hash = hash_key(plaintext)
+
+    def load() -> tuple[keycache.CachedKey, datetime | None] | None:
+        found = _key_and_organization(key_hash)
+        if found is None:
+            return None  # unknown keys are not cached: a key issued elsewhere works at once
+        key, organization = found
+        return _snapshot(key, organization), key.last_used_at
+
+    resolved = keycache.resolve(key_hash, load)
+    if resolved is None or not resolved[0].usable(environment, now):
+        return None
+    return AuthenticatedKey(resolved[0], key_hash, resolved[1])
+
+
+def key_touch_due(last_used_at: datetime | None, now: datetime, touch_after: timedelta) -> bool:
+    return last_used_at is None or now - last_used_at >= touch_after
+
+
+def note_key_touched(key_hash: str, now: datetime) -> None:
+    """Remember in the cache that this process records a use now, so it does not schedule another until
+    ``touch_after`` has passed (the database write itself stays conditional)."""
+    keycache.cache_for().note_used(key_hash, now)
 
 
 def touch_api_key(key_id: uuid.UUID, now: datetime, touch_after: timedelta) -> None:
@@ -205,3 +264,22 @@ def list_keys(organization_id: uuid.UUID) -> list[ApiKey]:
             select(ApiKey).where(ApiKey.organization_id == organization_id).order_by(ApiKey.created_at)
         )
     )
+
+
+# Any change to a key or an organization reaches every process's key cache once it is committed: the
+# revocation of `keys revoke`, an edit of a key's environment or expiry, an organization's products. The
+# mapper events see every ORM change (a service's or a test's), so no path can forget to invalidate.
+# ``last_used_at`` is written with a plain UPDATE (touch_api_key), which fires none of them, as it should.
+def _forget_key_after_commit(mapper: Any, connection: Any, key: ApiKey) -> None:
+    key_hash = key.key_hash
+    after_commit(lambda: keycache.invalidate(key_hashes=[key_hash]))
+
+
+def _forget_organization_after_commit(mapper: Any, connection: Any, organization: Organization) -> None:
+    organization_id = organization.id
+    after_commit(lambda: keycache.invalidate(organization_ids=[organization_id]))
+
+
+for _change in ("after_update", "after_delete"):
+    event.listen(ApiKey, _change, _forget_key_after_commit)
+    event.listen(Organization, _change, _forget_organization_after_commit)

@@ -440,13 +440,35 @@
     });
   }
 
+  // What a form sent, so that emptying its box when the answer comes keeps whatever the agent typed
+  // meanwhile (on a slow line the next message is often started before the first one is confirmed).
+  body.addEventListener("htmx:beforeRequest", function (evt) {
+    const form = evt.detail.elt;
+    if (form && form.tagName === "FORM") {
+      form.querySelectorAll("textarea[data-draft]").forEach(function (area) {
+        area.dataset.sending = area.value;
+      });
+    }
+  });
+
   function clearDraft(form) {
     if (!form) {
       return;
     }
     form.querySelectorAll("textarea[data-draft]").forEach(function (area) {
-      localStorage.removeItem(area.dataset.draft);
-      area.value = "";
+      const sent = area.dataset.sending;
+      delete area.dataset.sending;
+      let rest = "";
+      if (sent !== undefined && area.value !== sent) {
+        // typed after sending: keep it (without the sent text when it was typed on after it)
+        rest = area.value.indexOf(sent) === 0 ? area.value.slice(sent.length).replace(/^\s+/, "") : area.value;
+      }
+      area.value = rest;
+      if (rest) {
+        localStorage.setItem(area.dataset.draft, rest);
+      } else {
+        localStorage.removeItem(area.dataset.draft);
+      }
     });
     form.querySelectorAll("input[name=attachment]").forEach(function (input) {
       input.value = "";

@@ -26,6 +26,7 @@ from werkzeug.routing import BuildError
 
 from blueprints.channels.providers import MediaRef
 from blueprints.channels.services import list_addresses
+from blueprints.desk import formats
 from blueprints.desk.security import DeskUser, protect_pages, signed_in
 from blueprints.inbox.services import conversations as inbox
 from blueprints.inbox.services import labels as label_service
@@ -811,12 +812,7 @@ def inbox_url(state: ListState, conversation_id: str | None = None, **changes: s
 def when(value: datetime) -> str:
     """A message's time: the hour today, the date and hour before (Babel, in the page's language and
     the organization's time zone: "today" is the agents' today, not UTC's)."""
-    from flask_babel import format_datetime, format_time, to_user_timezone
-
-    moment = as_utc(value)
-    if to_user_timezone(moment).date() == to_user_timezone(utcnow()).date():
-        return format_time(moment, "short")
-    return format_datetime(moment, "short")
+    return formats.format_when(value)
 
 
 @pages.app_template_filter()
@@ -828,26 +824,10 @@ def reactions(message: Message) -> list[dict[str, Any]]:
 @pages.app_template_filter()
 def left(value: datetime | None) -> str:
     """How long an open service window has left, e.g. "3 hours" (Babel)."""
-    from flask_babel import format_timedelta
-
-    if value is None:
-        return ""
-    return format_timedelta(as_utc(value) - utcnow(), threshold=1.0, granularity="minute")
+    return formats.format_left(value)
 
 
 @pages.app_template_filter()
 def ago(value: datetime | None) -> str:
     """How long ago, short ("5 min. ago", "hace 5 min"): list rows have little room."""
-    from babel.dates import format_timedelta
-    from flask_babel import get_locale
-
-    if value is None:
-        return ""
-    return format_timedelta(
-        as_utc(value) - utcnow(),
-        add_direction=True,
-        threshold=1.0,
-        granularity="minute",
-        format="short",
-        locale=get_locale(),
-    )
+    return formats.format_ago(value)

@@ -214,6 +214,36 @@ def test_slash_offers_canned_replies_and_inserts_the_chosen_one(
     assert page.errors == []
 
 
+def test_what_is_typed_while_a_reply_is_being_sent_is_kept(
+    wa: Any,
+    deliver: Deliver,
+    client: FlaskClient,
+    org: Org,
+    agent: DeskLogin,
+    meta: FakeMetaGraph,
+    new_context: Callable[..., Any],
+) -> None:
+    incoming(deliver, "5215544440002", "Hola", name="Marta Ruiz")
+    conversation = conversation_of(client, org, "5215544440002")["id"]
+    page = open_inbox(new_context, agent, f"/inbox/c/{conversation}")
+    held: list[Any] = []
+    page.route(f"**/inbox/c/{conversation}/messages", lambda route: held.append(route))  # held: no answer yet
+    box = page.locator("#composer-text")
+    box.fill("Primero esto.")
+    box.press("Enter")
+    while not held:
+        page.wait_for_timeout(50)
+    box.press("End")
+    box.type(" Y luego")
+    held[0].continue_()
+    page.locator("#thread .msg-out", has_text="Primero esto.").wait_for(timeout=LIVE_WITHIN_MS)
+    expect(box).to_have_value("Y luego")  # the sent text is gone, the next one is kept
+    draft = page.evaluate(f"localStorage.getItem('draft:{conversation}:reply')")
+    assert draft == "Y luego"
+    assert [(send.body or {})["text"]["body"] for send in meta.sends()] == ["Primero esto."]
+    assert page.errors == []
+
+
 def test_a_reaction_appears_live_under_its_message_and_goes_away(
     wa: Any,
     deliver: Deliver,

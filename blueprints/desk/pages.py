@@ -13,6 +13,7 @@ from flask_babel import gettext as _
 from flask_login import current_user, login_user, logout_user
 
 from blueprints.desk.i18n import LANGUAGES
+from blueprints.desk.memo import per_request
 from blueprints.desk.security import DeskUser, limiter, protect_pages, signed_in
 from blueprints.members.services.desk import desk_identity
 from blueprints.members.services.presence import availabilities, change_status
@@ -108,7 +109,9 @@ def _shell() -> dict[str, Any]:
     if "desk_shell" in g:
         return g.desk_shell  # type: ignore[no-any-return]
     me = signed_in()
-    people = availabilities(me.organization_id, ai=False)
+    people = per_request(
+        ("availabilities", me.organization_id), lambda: availabilities(me.organization_id, ai=False)
+    )
     mine = next((a for a in people if a.member.id == me.member_id), None)
     g.desk_shell = {
         "status": mine.member.status if mine else "offline",

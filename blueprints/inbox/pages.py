@@ -27,6 +27,7 @@ from werkzeug.routing import BuildError
 from blueprints.channels.providers import MediaRef
 from blueprints.channels.services import list_addresses
 from blueprints.desk import formats
+from blueprints.desk.memo import per_request
 from blueprints.desk.security import DeskUser, protect_pages, signed_in
 from blueprints.inbox.services import conversations as inbox
 from blueprints.inbox.services import labels as label_service
@@ -346,15 +347,19 @@ def _crm_url(crm_contact_id: str | None) -> str | None:
         return None
 
 
+def _labels(me: DeskUser) -> list[Any]:
+    return per_request(("labels", me.organization_id), lambda: label_service.list_labels(me.organization_id))
+
+
 def _panel(me: DeskUser, conversation: Conversation) -> PanelView:
     contact = messaging.get_contact(me.organization_id, conversation.contact_id)
-    people = availabilities(me.organization_id, ai=False)
+    people = per_request(
+        ("availabilities", me.organization_id), lambda: availabilities(me.organization_id, ai=False)
+    )
     teams = list_teams(me.organization_id, skip=0, take=200).items
     applied = list((conversation.extra or {}).get("labels") or [])
     keys = {name.lower() for name in applied}
-    catalogue = [
-        label for label in label_service.list_labels(me.organization_id) if label.name_key not in keys
-    ]
+    catalogue = [label for label in _labels(me) if label.name_key not in keys]
     return PanelView(
         conversation,
         list(contact.addresses),
@@ -426,7 +431,7 @@ def _page(conversation_id: str | None) -> Response:
         html = render_template(
             "inbox/page.html",
             view=_list_view(me, state),
-            label_names=[label.name for label in label_service.list_labels(me.organization_id)],
+            label_names=[label.name for label in _labels(me)],
             addresses=list_addresses(me.organization_id),
             **context,
         )

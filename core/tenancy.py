@@ -13,8 +13,9 @@ import uuid
 from collections.abc import Iterable
 from typing import Any, TypeVar
 
-from sqlalchemy import select
+from sqlalchemy import inspect, select
 from sqlalchemy.orm import Mapper
+from sqlalchemy.orm.util import identity_key
 
 from core.db import db
 from core.errors import not_found
@@ -35,14 +36,35 @@ def _coerce(model: type[Any], object_id: Any) -> Any:
 
 
 def find_for_org(
-    model: type[M], object_id: Any, organization_id: Any, *, options: Iterable[Any] = (), fresh: bool = False
+    model: type[M],
+    object_id: Any,
+    organization_id: Any,
+    *,
+    options: Iterable[Any] = (),
+    fresh: bool = False,
+    loads: Iterable[str] | None = None,
 ) -> M | None:
-    """The object of ``organization_id`` with this id, or None."""
+    """The object of ``organization_id`` with this id, or None.
+
+    An object this session already holds is returned without a query (the query would return that same
+    object, attributes unchanged), provided ``options`` load nothing it lacks: with options, ``loads``
+    names the attributes they load, and the shortcut is taken only when all of them are loaded."""
+    options = tuple(options)
     if object_id is None:
         return None
     key = _coerce(model, object_id)
     if key is None:
         return None
+    if not fresh and (not options or loads is not None):
+        # Already loaded by this request (a page shows one conversation in four fragments' worth of
+        # services): the session's copy, as the query below would return it anyway, without the query.
+        present = db.session.identity_map.get(identity_key(model, key))
+        if (
+            present is not None
+            and present not in db.session.deleted
+            and not (inspect(present).unloaded & set(loads or ()))
+        ):
+            return present if present.organization_id == organization_id else None  # type: ignore[attr-defined]
     mapper: Mapper[Any] = model.__mapper__  # type: ignore[attr-defined]
     statement = (
         select(model)

@@ -29,7 +29,9 @@ def conversation_or_404(
 ) -> Conversation:
     """The organization's conversation, or 404 in the messaging area's words (``Conversation not found``)."""
     options = [selectinload(Conversation.contact)]
-    conversation = find_for_org(Conversation, conversation_id, organization_id, options=options)
+    conversation = find_for_org(
+        Conversation, conversation_id, organization_id, options=options, loads=("contact",)
+    )
     if conversation is not None and lock:
         # FOR UPDATE re-reads the row under the lock (a no-op on SQLite, which locks the whole database)
         conversation = db.session.scalars(

@@ -32,6 +32,7 @@ from blueprints.desk.security import DeskUser, protect_pages, signed_in
 from blueprints.inbox.services import conversations as inbox
 from blueprints.inbox.services import labels as label_service
 from blueprints.inbox.services import notes as note_service
+from blueprints.inbox.services.tab_counts import tab_counts
 from blueprints.members.services.members import find_member, members_by_ids
 from blueprints.members.services.presence import availabilities
 from blueprints.members.services.teams import list_teams, teams_of
@@ -174,15 +175,19 @@ def _list_view(me: DeskUser, state: ListState, skip: int = 0) -> ListView:
     )
     view = ListView(state, _rows(me, page.items, page.messages), page.total, skip)
     if skip == 0:
-        view.counts = {
-            tab: (
-                page.total
-                if tab == state.tab
-                else inbox.count_conversations(me.organization_id, _filter(me, state, tab, team_ids))
-            )
-            for tab in COUNTED_TABS
-        }
+        view.counts = _tab_counts(me, state, team_ids)
     return view
+
+
+def _tab_counts(me: DeskUser, state: ListState, team_ids: list[str]) -> dict[str, int]:
+    """Every counted tab under the list's filters, in one query."""
+    return tab_counts(
+        me.organization_id,
+        _filter(me, state, "all", team_ids),
+        member_id=me.member_id,
+        team_ids=team_ids,
+        tabs=COUNTED_TABS,
+    )
 
 
 # ---- the thread ----------------------------------------------------------------------------------------
@@ -473,10 +478,7 @@ def counts() -> Response:
         [],
         0,
         0,
-        {
-            tab: inbox.count_conversations(me.organization_id, _filter(me, state, tab, team_ids))
-            for tab in COUNTED_TABS
-        },
+        _tab_counts(me, state, team_ids),
     )
     return _vary(make_response(render_template("inbox/_tabs.html", me=me, view=view, state=state)))
 

@@ -124,9 +124,14 @@ def ordered_index(name: str, *columns: str) -> Index:
     return Index(name, *columns)
 
 
+# Schema objects that exist only in migrations (text-search indexes, SQLite FTS5 tables and their shadow
+# tables), registered by core.textsearch.text_index; skipped by the comparison like the ordered indexes.
+UNMODELLED: set[str] = set()
+
+
 def compared(obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any) -> bool:
-    """Alembic's ``include_object``: everything but the :data:`ORDERED_INDEXES`."""
-    return not (type_ == "index" and name in ORDERED_INDEXES)
+    """Alembic's ``include_object``: everything but the :data:`ORDERED_INDEXES` and :data:`UNMODELLED`."""
+    return not ((type_ == "index" and name in ORDERED_INDEXES) or name in UNMODELLED)
 
 
 @compiles(CreateIndex, "sqlite")

@@ -54,6 +54,7 @@ from blueprints.messaging.schemas import MessageOut
 from core import auth
 from core.errors import ACCESS_DENIED, ApiError
 from core.openapi import API_KEY_ONLY, PlainError, error_responses
+from core.pagination import TOTAL_RELATION_HEADER
 
 PREFIX = "/v2/messages/organizations/<organization_id>"
 TAG = Tag(
@@ -84,7 +85,9 @@ def _deleted(identifier: object) -> dict[str, Any]:
 
 
 @api.get("/conversations", responses={200: ConversationListOut})
-def list_conversations(path: OrgPath, query: ConversationListQuery) -> dict[str, Any]:
+def list_conversations(
+    path: OrgPath, query: ConversationListQuery
+) -> dict[str, Any] | tuple[dict[str, Any], int, dict[str, str]]:
     """Conversations matching every filter given: `{data, total, skip, take}`."""
     found = conversations.list_conversations(
         _org(),
@@ -108,6 +111,7 @@ def list_conversations(path: OrgPath, query: ConversationListQuery) -> dict[str,
             skip=query.skip,
             take=query.take,
             include_messages=query.include_messages,
+            cursor=query.cursor,
         ),
     )
     data = []
@@ -116,7 +120,12 @@ def list_conversations(path: OrgPath, query: ConversationListQuery) -> dict[str,
         if query.include_messages:
             item["messages"] = [MessageOut.dump(m) for m in found.messages.get(conversation.id, [])]
         data.append(item)
-    return {"data": data, "total": found.total, "skip": query.skip, "take": query.take}
+    body = {"data": data, "total": found.total, "skip": query.skip, "take": query.take}
+    if query.cursor is not None:
+        body["next_cursor"] = found.next_cursor
+    if not found.total_is_exact:  # the count stopped at its cap: total is a lower bound
+        return body, 200, {TOTAL_RELATION_HEADER: "gte"}
+    return body
 
 
 @api.patch("/conversations/<conversation_id>", responses={200: ConversationOut, 409: PlainError})

@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, RootModel, field_validator, model_validator
 
 from blueprints.messaging.schemas import ConversationOut
-from core.pagination import SkipTakeQuery
+from core.pagination import CURSOR_MAX_LENGTH, SkipTakeQuery
 from core.responses import ResponseModel
 from core.validation import QueryModel, RequestModel
 
@@ -69,6 +69,12 @@ class ConversationListQuery(SkipTakeQuery):
     is_broadcast: bool | None = None
     crm_contact_id: str | None = None
     include_messages: int = Field(0, ge=0, le=MAX_INCLUDE_MESSAGES)
+    cursor: str | None = Field(
+        None,
+        max_length=CURSOR_MAX_LENGTH,
+        description="Keyset pagination for deep pages: empty for the first page, then the previous page's "
+        "`next_cursor` (the response then carries `next_cursor`, null on the last page). Not with `skip`.",
+    )
 
     @field_validator("service")
     @classmethod
@@ -249,6 +255,7 @@ class ConversationListOut(BaseModel):
     total: int
     skip: int
     take: int
+    next_cursor: str | None = Field(None, description="Only when the request sent `cursor`: the next page's")
 
 
 class NoteOut(RowOut):

@@ -42,6 +42,7 @@ from core import auth
 from core.db import isoformat
 from core.idempotency import HEADER, idempotent, request_scope
 from core.openapi import API_KEY_ONLY, PlainError, error_responses
+from core.pagination import TOTAL_RELATION_HEADER
 from core.timeutil import parse_iso_datetime
 
 PREFIX = "/v2/messages/organizations/<organization_id>"
@@ -131,7 +132,9 @@ def get_message(path: MessagePath) -> dict[str, Any]:
 
 
 @api.get("/messages", responses={200: MessageList})
-def list_messages(path: OrgPath, query: MessageListQuery) -> dict[str, Any]:
+def list_messages(
+    path: OrgPath, query: MessageListQuery
+) -> dict[str, Any] | tuple[dict[str, Any], int, dict[str, str]]:
     """The latest `take` messages matching the filters, oldest first: `{data, total, skip, take}`."""
     until = before = None
     if query.end_date:
@@ -149,13 +152,20 @@ def list_messages(path: OrgPath, query: MessageListQuery) -> dict[str, Any]:
         before=before,
         skip=query.skip,
         take=query.take,
+        cursor=query.cursor,
     )
-    return MessageList(
+    body = MessageList(
         data=[MessageOut.model_validate(m) for m in page.items],
         total=page.total,
         skip=query.skip,
         take=query.take,
+        next_cursor=page.next_cursor,
     ).model_dump(mode="json")
+    if query.cursor is None:
+        del body["next_cursor"]  # the spec's shape, unchanged for offset pages
+    if not page.total_is_exact:  # the count stopped at its cap: total is a lower bound
+        return body, 200, {TOTAL_RELATION_HEADER: "gte"}
+    return body
 
 
 @api.get("/conversations/<conversation_id>", responses={200: ConversationOut})

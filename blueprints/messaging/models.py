@@ -98,6 +98,8 @@ class Conversation(UUIDPrimaryKeyMixin, TimestampMixin, db.Model):
         ordered_index("ix_conversations_inbox_unassigned", "organization_id", "last_message_at", "id"),
         ordered_index("ix_conversations_inbox_team", "organization_id", "team_id", "last_message_at", "id"),
         ordered_index("ix_conversations_inbox_archived", "organization_id", "last_message_at", "id"),
+        # The API's default list (archived and not) in the same order (migration inbox_0003).
+        ordered_index("ix_conversations_list", "organization_id", "last_message_at", "id"),
     )
 
     organization_id: Mapped[uuid.UUID] = mapped_column(
@@ -128,9 +130,12 @@ class Message(UUIDPrimaryKeyMixin, TimestampMixin, db.Model):
     __table_args__ = (
         # Deduplication of at-least-once webhooks: one row per provider message id per organization.
         UniqueConstraint("organization_id", "external_id", name="uq_messages_external_id"),
-        Index("ix_messages_conversation_timestamp", "conversation_id", "timestamp"),
+        # A conversation's messages in the message list's full order (migration inbox_0003).
+        Index("ix_messages_conversation_order", "conversation_id", "timestamp", "created_at", "id"),
         # The last reply and the unanswered messages of a conversation (the desk's unread badge).
         Index("ix_messages_conversation_direction_timestamp", "conversation_id", "direction", "timestamp"),
+        # The message list of the whole organization in its order, read backwards (migration inbox_0003).
+        Index("ix_messages_organization_timestamp", "organization_id", "timestamp", "created_at", "id"),
     )
 
     organization_id: Mapped[uuid.UUID] = mapped_column(index=True)

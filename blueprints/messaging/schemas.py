@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from blueprints.messaging.models import Conversation
 from blueprints.messaging.reactions import visible
 from core.db import isoformat
-from core.pagination import MAX_TAKE
+from core.pagination import CURSOR_MAX_LENGTH, MAX_TAKE
 from core.responses import ResponseModel
 from core.timeutil import parse_iso_datetime
 from core.validation import QueryModel, RequestModel
@@ -147,6 +147,12 @@ class MessageListQuery(QueryModel):
     end_date: str | None = Field(None, description="ISO 8601; a bare date includes that whole day")
     skip: int = Field(0, ge=0)
     take: int = Field(20, ge=1, le=MAX_TAKE, description="The latest N, returned oldest first")
+    cursor: str | None = Field(
+        None,
+        max_length=CURSOR_MAX_LENGTH,
+        description="Keyset pagination to older messages: empty for the first page, then the previous page's "
+        "`next_cursor` (the response then carries `next_cursor`, null on the last page). Not with `skip`.",
+    )
 
     @field_validator("start_date", "end_date")
     @classmethod
@@ -245,6 +251,7 @@ class MessageList(BaseModel):
     total: int
     skip: int
     take: int
+    next_cursor: str | None = Field(None, description="Only when the request sent `cursor`: the next page's")
 
 
 class ConversationContact(BaseModel):

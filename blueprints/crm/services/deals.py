@@ -41,7 +41,7 @@ from core.errors import ApiError, not_found
 from core.events import publish
 from core.pagination import Page, paginate
 from core.tenancy import get_for_org, missing_ids
-from core.text import LIKE_ESCAPE, contains_pattern
+from core.textsearch import contains, text_index
 
 DEAL_LOAD = (
     joinedload(Deal.pipeline),
@@ -340,6 +340,10 @@ def delete_deal(organization_id: uuid.UUID, deal_id: uuid.UUID) -> None:
     publish("deal.updated", organization_id, _event_data(deal, "deleted"))
 
 
+# The list's search (migration crm_0004: a trigram index, core.textsearch).
+DEAL_TEXT = text_index("crm_deals", "name")
+
+
 @dataclass(frozen=True)
 class DealFilters:
     """What a deal list is narrowed and ordered by (every field optional)."""
@@ -369,7 +373,7 @@ class DealFilters:
 def list_deals(organization_id: uuid.UUID, query: DealFilters) -> Page[Deal]:
     conditions = [Deal.organization_id == organization_id, Deal.deleted_at.is_(None)]
     if query.search:
-        conditions.append(Deal.name.ilike(contains_pattern(query.search), escape=LIKE_ESCAPE))
+        conditions.append(contains(DEAL_TEXT, Deal, query.search))
     for name in ("pipeline_id", "stage_id", "owner_id", "status", "account_id", "currency"):
         value = getattr(query, name)
         if value is not None:

@@ -16,7 +16,7 @@ from core.db import db, utcnow
 from core.errors import not_found
 from core.pagination import Page, paginate
 from core.tenancy import get_for_org
-from core.text import LIKE_ESCAPE, contains_pattern
+from core.textsearch import contains, text_index
 from core.timeutil import as_utc
 
 TASK_LOAD = (
@@ -120,6 +120,10 @@ def delete_task(organization_id: uuid.UUID, task_id: uuid.UUID) -> None:
     task.deleted_at = utcnow()
 
 
+# The list's search (migration crm_0004: a trigram index, core.textsearch).
+TASK_TEXT = text_index("crm_tasks", "title")
+
+
 @dataclass(frozen=True)
 class TaskFilters:
     """What a task list is narrowed by (every field optional)."""
@@ -177,7 +181,7 @@ def list_tasks(organization_id: uuid.UUID, query: TaskFilters) -> Page[CrmTask]:
     if end is not None:
         conditions.append(CrmTask.due_date < end)
     if query.search:
-        conditions.append(CrmTask.title.ilike(contains_pattern(query.search), escape=LIKE_ESCAPE))
+        conditions.append(contains(TASK_TEXT, CrmTask, query.search))
     # Soonest due first (undated last), then newest.
     statement = (
         select(CrmTask)

@@ -10,8 +10,8 @@ from datetime import date
 from typing import Any
 
 import nh3
-from sqlalchemy import func, or_, select
-from sqlalchemy.orm import selectinload
+from sqlalchemy import func, select
+from sqlalchemy.orm import joinedload, selectinload
 
 from blueprints.crm.models import CrmProject, Ticket, TicketConversation, TicketStateChange, TicketType
 from blueprints.crm.services.common import (
@@ -26,9 +26,11 @@ from core.errors import not_found
 from core.events import publish
 from core.pagination import Page, paginate
 from core.tenancy import get_for_org
-from core.text import LIKE_ESCAPE, contains_pattern
+from core.textsearch import contains, text_index
 
 TICKET_LOAD = (selectinload(Ticket.conversations),)
+# One ticket: its links joined into the same query (one round trip; a list keeps the IN query above).
+TICKET_LOAD_ONE = (joinedload(Ticket.conversations),)
 
 
 def sanitize_html(html: str | None) -> str | None:
@@ -39,12 +41,16 @@ def sanitize_html(html: str | None) -> str | None:
 
 
 def get_ticket(organization_id: uuid.UUID, ticket_id: uuid.UUID) -> Ticket:
-    ticket = db.session.scalars(
-        select(Ticket)
-        .where(Ticket.id == ticket_id, Ticket.organization_id == organization_id)
-        .options(*TICKET_LOAD)
-        .execution_options(populate_existing=True)
-    ).first()
+    ticket = (
+        db.session.scalars(
+            select(Ticket)
+            .where(Ticket.id == ticket_id, Ticket.organization_id == organization_id)
+            .options(*TICKET_LOAD_ONE)
+            .execution_options(populate_existing=True)
+        )
+        .unique()
+        .one_or_none()
+    )  # every joined row read: the links collection is complete
     if ticket is None:
         raise not_found("Ticket")
     return ticket
@@ -58,14 +64,15 @@ def get_ticket_by_reference(organization_id: uuid.UUID, reference: str) -> Ticke
     before a prefix change are still found by the reference they were given."""
     if not _REFERENCE.match(reference):
         raise not_found("Ticket")
-    ticket = db.session.scalars(
+    found = db.session.scalars(
         select(Ticket)
         .where(
             Ticket.organization_id == organization_id,
             func.upper(Ticket.reference) == reference.strip().upper(),
         )
-        .options(*TICKET_LOAD)
-    ).first()
+        .options(*TICKET_LOAD_ONE)
+    ).unique()
+    ticket = next(iter(found.all()), None)  # all rows read: the links collection is complete
     if ticket is None:
         raise not_found("Ticket")
     return ticket
@@ -241,6 +248,10 @@ def state_history(organization_id: uuid.UUID, ticket_id: uuid.UUID) -> list[Tick
     )
 
 
+# The list's search (migration crm_0004: trigram indexes, core.textsearch).
+TICKET_TEXT = text_index("crm_tickets", "title", "reference")
+
+
 @dataclass(frozen=True)
 class TicketFilters:
     """What a ticket list is narrowed by (every field optional)."""
@@ -271,13 +282,7 @@ def list_tickets(organization_id: uuid.UUID, query: TicketFilters) -> Page[Ticke
     elif query.unassigned is False:
         conditions.append(Ticket.assignee_member_id.is_not(None))
     if query.search:
-        pattern = contains_pattern(query.search)
-        conditions.append(
-            or_(
-                Ticket.title.ilike(pattern, escape=LIKE_ESCAPE),
-                Ticket.reference.ilike(pattern, escape=LIKE_ESCAPE),
-            )
-        )
+        conditions.append(contains(TICKET_TEXT, Ticket, query.search))
     start, end = local_range(query.created_after, query.created_before, query.timezone)
     if start is not None:
         conditions.append(Ticket.created_at >= start)

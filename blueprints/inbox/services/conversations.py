@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, and_, exists, func, or_, select
+from sqlalchemy import Select, and_, exists, func, select, union_all
 from sqlalchemy.orm import selectinload
 
 from blueprints.inbox.models import ConversationLabel
@@ -30,8 +30,16 @@ from core.db import db, utcnow
 from core.errors import ApiError
 from core.events import publish
 from core.hooks import hook
-from core.pagination import count_of, paginate
-from core.text import LIKE_ESCAPE, contains_pattern
+from core.pagination import (
+    TOTAL_COUNT_CAP,
+    CursorPage,
+    Keyset,
+    Page,
+    count_of,
+    keyset_paginate,
+    paginate,
+)
+from core.textsearch import contains, text_index
 from core.timeutil import as_utc
 
 STATUSES = ("active", "closed")
@@ -47,6 +55,11 @@ class Unset:
 
 
 UNSET = Unset()
+
+# The search's text indexes (migration inbox_0003): a conversation's name and contact address, and the
+# name of its contact.
+CONVERSATION_TEXT = text_index("conversations", "name", "contact_address")
+CONTACT_TEXT = text_index("messaging_contacts", "name")
 
 
 @dataclass(frozen=True)
@@ -78,6 +91,9 @@ class ConversationFilter:
     skip: int = 0
     take: int = 20
     include_messages: int = 0
+    # Keyset pagination instead of skip: None is offset mode; "" the first page, then each page's
+    # next_cursor (core.pagination.keyset_paginate).
+    cursor: str | None = None
 
 
 @dataclass(frozen=True)
@@ -86,6 +102,10 @@ class ConversationPage:
     total: int
     # with include_messages: the last N messages of each conversation, oldest first
     messages: dict[uuid.UUID, list[Message]]
+    # in keyset mode: the cursor of the next page (None on the last one)
+    next_cursor: str | None = None
+    # false when the count stopped at core.pagination.TOTAL_COUNT_CAP: ``total`` is then a lower bound
+    total_is_exact: bool = True
 
 
 def _filtered(organization_id: uuid.UUID, query: ConversationFilter) -> Select[tuple[Conversation]]:
@@ -135,20 +155,27 @@ def _filtered(organization_id: uuid.UUID, query: ConversationFilter) -> Select[t
         )
     if query.is_broadcast is not None:
         statement = statement.where(Conversation.is_broadcast.is_(query.is_broadcast))
-    if query.crm_contact_id or query.search:
-        statement = statement.join(Contact, Contact.id == Conversation.contact_id)
     if query.crm_contact_id:
+        statement = statement.join(Contact, Contact.id == Conversation.contact_id)
         statement = statement.where(Contact.crm_contact_id == query.crm_contact_id)
-    if query.search:
-        pattern = contains_pattern(query.search.strip())
-        statement = statement.where(
-            or_(
-                Contact.name.ilike(pattern, escape=LIKE_ESCAPE),
-                Conversation.contact_address.ilike(pattern, escape=LIKE_ESCAPE),
-                Conversation.name.ilike(pattern, escape=LIKE_ESCAPE),
-            )
-        )
+    if query.search and query.search.strip():
+        statement = statement.where(Conversation.id.in_(_searched(organization_id, query.search.strip())))
     return statement
+
+
+def _searched(organization_id: uuid.UUID, text: str) -> Any:
+    """Ids of the conversations whose name, contact address or contact's name contains ``text``: two
+    lookups in the text indexes (core.textsearch), one per table, so each side is an index search rather
+    than an OR across a join that no index can serve. Not correlated: they stand alone."""
+    by_conversation = select(Conversation.id).where(
+        Conversation.organization_id == organization_id, contains(CONVERSATION_TEXT, Conversation, text)
+    )
+    by_contact = (
+        select(Conversation.id)
+        .join(Contact, Contact.id == Conversation.contact_id)
+        .where(Contact.organization_id == organization_id, contains(CONTACT_TEXT, Contact, text))
+    )
+    return union_all(by_conversation.correlate(None), by_contact.correlate(None))
 
 
 def _uuid_filter(value: str, field: str) -> uuid.UUID:
@@ -158,14 +185,23 @@ def _uuid_filter(value: str, field: str) -> uuid.UUID:
     return identifier
 
 
-def _ordered(
-    statement: Select[tuple[Conversation]], query: ConversationFilter
-) -> Select[tuple[Conversation]]:
+def _keyset(query: ConversationFilter) -> Keyset:
     column = {
         "last_message_timestamp": Conversation.last_message_at,
         "created_at": Conversation.created_at,
         "updated_at": Conversation.updated_at,
     }[query.order_by]
+    return Keyset(
+        (column, Conversation.id),
+        descending=query.order == "desc",
+        nullable_first=query.order_by == "last_message_timestamp",
+    )
+
+
+def _ordered(
+    statement: Select[tuple[Conversation]], query: ConversationFilter
+) -> Select[tuple[Conversation]]:
+    column = _keyset(query).columns[0]
     direction = column.asc() if query.order == "asc" else column.desc()
     tie = Conversation.id.asc() if query.order == "asc" else Conversation.id.desc()
     # Conversations without messages sort last whichever the direction; spelled NULLS LAST so that the
@@ -200,9 +236,23 @@ def latest_messages(
 
 def list_conversations(organization_id: uuid.UUID, query: ConversationFilter) -> ConversationPage:
     statement = _ordered(_filtered(organization_id, query), query).options(selectinload(Conversation.contact))
-    page = paginate(statement, offset=query.skip, limit=query.take)
+    next_cursor = None
+    if query.cursor is not None:
+        sort = f"{query.order_by}:{query.order}"
+        page: Page[Conversation] | CursorPage[Conversation] = keyset_paginate(
+            statement,
+            _keyset(query),
+            cursor=query.cursor,
+            limit=query.take,
+            sort=sort,
+            offset=query.skip,
+            count_cap=TOTAL_COUNT_CAP,
+        )
+        next_cursor = page.next_cursor
+    else:
+        page = paginate(statement, offset=query.skip, limit=query.take, count_cap=TOTAL_COUNT_CAP)
     messages = latest_messages([c.id for c in page.items], query.include_messages)
-    return ConversationPage(page.items, page.total, messages)
+    return ConversationPage(page.items, page.total, messages, next_cursor, page.total_is_exact)
 
 
 def count_conversations(organization_id: uuid.UUID, query: ConversationFilter) -> int:

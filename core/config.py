@@ -103,6 +103,10 @@ def load_settings(overrides: dict[str, Any] | None = None) -> dict[str, Any]:
         "API_KEY_CACHE_SECONDS": float(env.get("API_KEY_CACHE_SECONDS", "60")),
         "API_KEY_CACHE_LOCAL_SECONDS": float(env.get("API_KEY_CACHE_LOCAL_SECONDS", "1")),
         "API_KEY_CACHE_CHANNEL": env.get("API_KEY_CACHE_CHANNEL") or None,
+        # Webhook deliveries (docs/channels.md): "deferred" stores each and drains them in batches of
+        # INGEST_BATCH_SIZE; "inline" stores inside the request. Unset: inline with JOBS_MODE=inline.
+        "INGEST_MODE": env.get("INGEST_MODE") or None,
+        "INGEST_BATCH_SIZE": int(env.get("INGEST_BATCH_SIZE", "200")),
         # Pooled database connections are replaced after this age (instead of a pre-ping per request).
         "DATABASE_POOL_RECYCLE_SECONDS": int(env.get("DATABASE_POOL_RECYCLE_SECONDS", "1800")),
     }

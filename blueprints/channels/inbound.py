@@ -4,10 +4,13 @@ Every entry, change, message and status of a delivery is read (Chatwoot read onl
 Nothing here touches the database: the parsing is pure so it can be tested on its own and reused by
 the simulator, which speaks the same payloads.
 
-Inbound events flow one way: channels parse them and hand them over through the :data:`inbound_events`
-hook; the messaging area connects the receiver that stores them (channels never import messaging). A
-delivery is handed over one item (one ``entry`` of Meta's payload) at a time, and the receiver makes
-each item durable on its own, so one bad item never drops the good ones of its batch.
+Inbound events flow one way: channels parse them and hand them over through hooks; the messaging area
+connects the receivers that store them (channels never import messaging). Stored deliveries are drained
+in batches (``processor``): every event of a batch goes to :data:`inbound_batch` at once, inside the
+batch's one transaction, and :data:`inbound_settle` follows its commit. A delivery processed inside its
+request (``INGEST_MODE=inline``), or one of a batch that failed, is handed to :data:`inbound_events` one
+item (one ``entry`` of Meta's payload) at a time, and the receiver makes each item durable on its own, so
+one bad item never drops the good ones of its delivery.
 
 The edge of the webhook (docs/channels.md, "What is cleaned or refused"): every string of a message or
 status is cleaned (NUL removed, lone UTF-16 surrogates replaced with U+FFFD), because PostgreSQL can store
@@ -147,6 +150,9 @@ class DeliveryReport:
     reactions_applied: int = 0
     # reactions to a message the desk does not have (older than the desk, or another thread's): dropped
     reactions_unmatched: int = 0
+    # (organization id, provider id) of the statuses left waiting for their message; what
+    # :data:`inbound_settle` looks at again once the batch has committed (not part of the answer)
+    waiting: set[tuple[Any, str]] = field(default_factory=set)
 
     def add(self, other: DeliveryReport) -> None:
         self.messages_created += other.messages_created
@@ -157,6 +163,7 @@ class DeliveryReport:
         self.dead_letters += other.dead_letters
         self.reactions_applied += other.reactions_applied
         self.reactions_unmatched += other.reactions_unmatched
+        self.waiting |= other.waiting
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -174,6 +181,18 @@ class DeliveryReport:
 inbound_events = hook(
     "channels.inbound_events",
     "fn(events: list[Event]) -> DeliveryReport: store one item of a provider delivery and make it durable",
+)
+
+
+inbound_batch = hook(
+    "channels.inbound_batch",
+    "fn(events: list[Event]) -> DeliveryReport: store a batch of events in the caller's unit of work "
+    "(flush only: the caller commits once for the whole batch)",
+)
+inbound_settle = hook(
+    "channels.inbound_settle",
+    "fn(report: DeliveryReport) -> int: after a batch committed, apply the statuses it left waiting "
+    "whose message is there now (a send that committed meanwhile); the caller commits",
 )
 
 
@@ -195,6 +214,24 @@ def hand_over(events: list[Event]) -> DeliveryReport:
         if isinstance(answer, DeliveryReport):
             report.add(answer)
     return report
+
+
+def hand_over_batch(events: list[Event]) -> DeliveryReport:
+    """Give a whole batch's events to the batch receiver, in the caller's transaction."""
+    report = DeliveryReport()
+    if not events:
+        return report
+    if not inbound_batch.receivers:
+        raise NoReceiver(f"no receiver is connected to {inbound_batch.name}: {len(events)} events not stored")
+    for answer in inbound_batch.answers(events=events):
+        if isinstance(answer, DeliveryReport):
+            report.add(answer)
+    return report
+
+
+def settle(report: DeliveryReport) -> int:
+    """After a batch's commit: the waiting statuses whose message is there now; how many were applied."""
+    return sum(int(answer or 0) for answer in inbound_settle.answers(report=report))
 
 
 def clean_text(text: str) -> str:

@@ -3,11 +3,17 @@ Messenger.
 
 A delivery is checked before anything is parsed or stored: ``X-Hub-Signature-256`` must be the
 HMAC-SHA256 of the raw body with ``META_APP_SECRET`` (constant-time comparison); a bad or missing
-signature is 401 and stores nothing, and with no secret configured every delivery is refused. Then
-every entry, change, message and status is handed to the receiver of ``inbound.inbound_events`` (the
-messaging area), one item (entry) at a time; each item is durable before the next is handed over, and 200
-is answered only after the last one, so Meta redelivers anything we failed to keep (items already stored
-are then counted as duplicates).
+signature is 401 and stores nothing, and with no secret configured every delivery is refused; a body
+that is not JSON is 400. Then (``intake.ingest_mode``):
+
+- deferred (production): the delivery is stored as it came in one INSERT (``inbound_deliveries``),
+  committed, and answered 200 at once (Meta's advice); the processor drains stored deliveries in batches
+  (``processor``), woken right after the commit. A database that cannot take the INSERT is 503/500, so
+  Meta delivers again.
+- inline (tests, ``JOBS_MODE=inline``): every entry, change, message and status is handed to the receiver
+  of ``inbound.inbound_events`` (the messaging area), one item (entry) at a time; each item is durable
+  before the next is handed over, and 200 is answered only after the last one with what was stored, so
+  Meta redelivers anything we failed to keep (items already stored are then counted as duplicates).
 """
 
 from __future__ import annotations
@@ -19,8 +25,9 @@ import logging
 
 from flask import Blueprint, Response, current_app, jsonify, request
 
-from blueprints.channels import inbound
+from blueprints.channels import dead_letters, inbound, intake, processor
 from blueprints.channels.delivery import store_delivery
+from core import uow
 from core.errors import ApiError
 
 log = logging.getLogger(__name__)
@@ -69,6 +76,10 @@ def receive() -> Response:
         payload = json.loads(body)
     except (ValueError, RecursionError):  # RecursionError: nested thousands deep, never Meta's
         raise ApiError(400, "Request body must be a JSON object") from None
+    if intake.ingest_mode(current_app) == intake.DEFERRED:
+        delivery_id = intake.store(body, dict(request.headers), dead_letters.META)
+        uow.after_commit(processor.request_drain)  # the boundary's commit makes it durable, then this
+        return jsonify({"received": True, "queued": True, "delivery_id": str(delivery_id)})
     parsed = inbound.parse(payload)
     if parsed.ignored:
         log.info("Meta webhook: ignored %s", parsed.ignored)

@@ -12,6 +12,11 @@ at-least-once and out of order, so:
 - two deliveries racing on the same message meet the unique constraint: the loser rolls back and runs
   again, and then finds the message already there.
 The whole delivery costs a fixed number of queries (chunks of 500 ids), not one per message.
+
+Stored deliveries are drained in batches (``channels.processor``): :func:`store_batch` (the
+``inbound_batch`` receiver) stores every event of a batch of deliveries in the same fixed number of
+queries, without committing (the processor commits once per batch and retries the batch when it meets a
+concurrent writer), and :func:`settle_batch` (``inbound_settle``) re-checks the backlog after that commit.
 """
 
 from __future__ import annotations
@@ -77,6 +82,20 @@ def store_item(*, events: list[Event]) -> DeliveryReport:
         if uow.has_work():
             uow.checkpoint("webhook.item")
     return report
+
+
+def store_batch(*, events: list[Event]) -> DeliveryReport:
+    """The ``inbound_batch`` receiver: a whole batch of deliveries' events, flushed, not committed. A
+    concurrent writer's row raises IntegrityError to the caller, who claims the batch again."""
+    report, waiting = _ingest_once(events)
+    report.waiting = set(waiting)
+    return report
+
+
+def settle_batch(*, report: DeliveryReport) -> int:
+    """The ``inbound_settle`` receiver: after a batch's commit, the statuses it left waiting whose send
+    has committed since (whichever commits last applies them); the caller commits."""
+    return _recheck_backlog(report.waiting) if report.waiting else 0
 
 
 def _recheck_backlog(waiting: set[tuple[uuid.UUID, str]]) -> int:

@@ -120,33 +120,36 @@ def resolve_threads(requests: Iterable[ThreadRequest]) -> dict[ThreadKey, Thread
             for row in rows:
                 identities[(organization_id, row.service, row.address)] = row
 
-    for key, request in wanted.items():
-        identity_key = (key.organization_id, key.service, key.contact_address)
-        identity = identities.get(identity_key)
-        if identity is None:
-            contact = Contact(
-                id=uuid.uuid4(),
-                organization_id=key.organization_id,
-                name=request.name,
-                extra={},
-                crm_contact_id=resolve_crm_contact(key.organization_id, key.service, key.contact_address),
-            )
-            identity = ContactAddress(
-                id=uuid.uuid4(),
-                organization_id=key.organization_id,
-                contact_id=contact.id,
-                service=key.service,
-                address=key.contact_address,
-                provider_id=request.provider_id,
-            )
-            identity.contact = contact
-            db.session.add_all([contact, identity])
-            identities[identity_key] = identity
-        else:
-            if request.name and not identity.contact.name:
-                identity.contact.name = request.name  # a profile name fills a blank, never overwrites
-            if request.provider_id and identity.provider_id != request.provider_id:
-                identity.provider_id = request.provider_id
+    # The CRM lookup of each new contact must not flush the contacts created before it in this loop: one
+    # flush per new contact was most of the cost of a burst of first messages (all are flushed below).
+    with db.session.no_autoflush:
+        for key, request in wanted.items():
+            identity_key = (key.organization_id, key.service, key.contact_address)
+            identity = identities.get(identity_key)
+            if identity is None:
+                contact = Contact(
+                    id=uuid.uuid4(),
+                    organization_id=key.organization_id,
+                    name=request.name,
+                    extra={},
+                    crm_contact_id=resolve_crm_contact(key.organization_id, key.service, key.contact_address),
+                )
+                identity = ContactAddress(
+                    id=uuid.uuid4(),
+                    organization_id=key.organization_id,
+                    contact_id=contact.id,
+                    service=key.service,
+                    address=key.contact_address,
+                    provider_id=request.provider_id,
+                )
+                identity.contact = contact
+                db.session.add_all([contact, identity])
+                identities[identity_key] = identity
+            else:
+                if request.name and not identity.contact.name:
+                    identity.contact.name = request.name  # a profile name fills a blank, never overwrites
+                if request.provider_id and identity.provider_id != request.provider_id:
+                    identity.provider_id = request.provider_id
 
     conversations: dict[tuple[uuid.UUID, str, uuid.UUID, str], Conversation] = {}
     for organization_id, keys in by_org.items():

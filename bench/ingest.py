@@ -1,0 +1,299 @@
+"""Signed inbound WhatsApp webhooks under load, through the production topology.
+
+    .venv/bin/python -m bench ingest            # or: python -m bench.ingest
+    BENCH_DATABASE_URL=postgresql://postgres@127.0.0.1:5432/bench \\
+    BENCH_SANDBOX_DATABASE_URL=postgresql://postgres@127.0.0.1:5432/bench_sandbox \\
+    BENCH_REDIS_URL=redis://127.0.0.1:6379/12 .venv/bin/python -m bench ingest
+
+Starts ``scripts/topology.py`` (two gunicorn app processes behind nginx and a ``jobs worker`` with
+Redis; one app process on SQLite without Redis), connects a Socket.IO client through nginx, then
+``BENCH_SENDERS`` sender processes (default 4, 4 threads each, keep-alive connections) post
+``BENCH_MESSAGES`` signed deliveries of one message each (default 6,000) through nginx as fast as they are
+answered (or at ``BENCH_RATE`` messages/s in total). Prints:
+
+- accepted/s: deliveries answered 200 per second while posting (what Meta sees);
+- sustained messages/s: messages stored and pushed, from the first POST to the last ``message.created``;
+- nothing lost: messages stored (the API's ``total``) and events received, against messages sent;
+- webhook -> ``message.created`` latency at the connected client, p50 and p95 (POST start to event);
+
+with the issue's target beside each. ``BENCH_ROOT`` measures another tree of the project (a checkout of
+an earlier commit) with this driver. The load runs on the same machine as the servers: the figures are
+what the whole machine sustains, the load generator's CPU included.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import http.client
+import json
+import multiprocessing
+import os
+import platform
+import statistics
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import requests
+import socketio
+
+from scripts.topology import PROJECT_ROOT, Topology, find_nginx
+
+SECRET = "bench-app-secret"
+TARGET_RATE = 1000.0
+TARGET_P95_MS = 100.0
+MESSAGES = int(os.environ.get("BENCH_MESSAGES", "6000"))
+SENDERS = int(os.environ.get("BENCH_SENDERS", "4"))
+THREADS = int(os.environ.get("BENCH_SENDER_THREADS", "4"))
+RATE = float(os.environ.get("BENCH_RATE", "0"))  # 0: as fast as answered
+# latency is read at the target's rate, not at saturation (where it only measures the queue)
+LATENCY_RATE = float(os.environ.get("BENCH_LATENCY_RATE", "1000"))
+LATENCY_MESSAGES = int(os.environ.get("BENCH_LATENCY_MESSAGES", "3000"))
+
+
+def _delivery(address: str, external_id: str, sender: str) -> bytes:
+    payload = {
+        "object": "whatsapp_business_account",
+        "entry": [
+            {
+                "id": "102290129340398",
+                "changes": [
+                    {
+                        "field": "messages",
+                        "value": {
+                            "messaging_product": "whatsapp",
+                            "metadata": {"display_phone_number": "15550783881", "phone_number_id": address},
+                            "contacts": [{"profile": {"name": f"Bench {sender[-4:]}"}, "wa_id": sender}],
+                            "messages": [
+                                {
+                                    "from": sender,
+                                    "id": external_id,
+                                    "timestamp": str(int(time.time())),
+                                    "type": "text",
+                                    "text": {"body": f"hola {external_id[-6:]}"},
+                                }
+                            ],
+                        },
+                    }
+                ],
+            }
+        ],
+    }
+    return json.dumps(payload, separators=(",", ":")).encode()
+
+
+def _post_all(args: tuple[str, str, list[str], float]) -> list[tuple[str, float, int]]:
+    """One sender process: THREADS threads posting its share; (external id, start time, status) each."""
+    url, address, external_ids, rate = args
+    parts = urlsplit(url)
+    results: list[tuple[str, float, int]] = []
+    lock = threading.Lock()
+    share = [external_ids[i::THREADS] for i in range(THREADS)]
+    interval = (THREADS / rate) if rate else 0.0
+
+    def run(ids: list[str]) -> None:
+        connection = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=60)
+        mine: list[tuple[str, float, int]] = []
+        next_at = time.monotonic()
+        for external_id in ids:
+            sender = f"52155{(hash(external_id) % 10_000_000):08d}"[:13]
+            body = _delivery(address, external_id, sender)
+            signature = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
+            if interval:
+                next_at += interval
+                delay = next_at - time.monotonic()
+                if delay > 0:
+                    time.sleep(delay)
+            started = time.time()
+            try:
+                connection.request(
+                    "POST",
+                    "/webhooks/meta",
+                    body=body,
+                    headers={"Content-Type": "application/json", "X-Hub-Signature-256": signature},
+                )
+                response = connection.getresponse()
+                response.read()
+                status = response.status
+            except (OSError, http.client.HTTPException):
+                connection.close()
+                connection = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=60)
+                status = 0
+            mine.append((external_id, started, status))
+        connection.close()
+        with lock:
+            results.extend(mine)
+
+    threads = [threading.Thread(target=run, args=(ids,)) for ids in share]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results
+
+
+def _environment(tmp: Path) -> dict[str, str]:
+    database = os.environ.get("BENCH_DATABASE_URL")
+    redis_url = os.environ.get("BENCH_REDIS_URL")
+    environment = {
+        **os.environ,
+        "DATABASE_URL": database or f"sqlite:///{tmp / 'live.db'}",
+        "SANDBOX_DATABASE_URL": os.environ.get("BENCH_SANDBOX_DATABASE_URL")
+        or f"sqlite:///{tmp / 'sandbox.db'}",
+        "INSTANCE_PATH": str(tmp / "instance"),
+        "SECRET_KEY": "bench-secret-" + uuid.uuid4().hex,
+        "META_APP_SECRET": SECRET,
+        "SOCKETIO_CHANNEL": f"agentdesk-bench-{uuid.uuid4().hex}",
+        "DEMO_LIVE_MESSAGES": "0",
+        "LOG_LEVEL": os.environ.get("BENCH_LOG_LEVEL", "WARNING"),
+    }
+    environment.pop("REDIS_URL", None)
+    environment.pop("JOBS_MODE", None)
+    if redis_url:
+        environment["REDIS_URL"] = redis_url
+    return environment
+
+
+def _machine() -> str:
+    load = os.getloadavg()
+    return (
+        f"{platform.node()}: {os.cpu_count()} CPUs, Python {platform.python_version()}, "
+        f"load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}"
+    )
+
+
+class Listener:
+    """The Socket.IO client through nginx: when each ``message.created`` arrived, by provider id."""
+
+    def __init__(self, url: str, key: str) -> None:
+        self.arrived: dict[str, float] = {}
+        self.duplicates = 0
+        self.client = socketio.Client(reconnection=False)
+        self.client.on("message.created", self._created)
+        self.client.connect(url, auth={"api_key": key}, transports=["websocket"], wait_timeout=30)
+
+    def _created(self, event: dict[str, Any]) -> None:
+        external_id = (event.get("data") or {}).get("external_id")
+        if external_id in self.arrived:
+            self.duplicates += 1
+        elif external_id:
+            self.arrived[external_id] = time.time()
+
+    def wait_for(self, external_ids: list[str], quiet_seconds: float = 15.0) -> None:
+        """Until every id arrived, or nothing new arrived for ``quiet_seconds``."""
+        seen, quiet_since = -1, time.monotonic()
+        while not all(e in self.arrived for e in external_ids):
+            if len(self.arrived) != seen:
+                seen, quiet_since = len(self.arrived), time.monotonic()
+            elif time.monotonic() - quiet_since > quiet_seconds:
+                return
+            time.sleep(0.05)
+
+
+def run_phase(
+    topology: Topology, listener: Listener, address: str, count: int, rate: float
+) -> dict[str, float]:
+    """Post ``count`` deliveries at ``rate`` messages/s in total (0: as fast as answered)."""
+    external_ids = [f"wamid.bench{uuid.uuid4().hex}" for _ in range(count)]
+    shares = [external_ids[i::SENDERS] for i in range(SENDERS)]
+    started = time.time()
+    with multiprocessing.get_context("spawn").Pool(SENDERS) as pool:
+        posted = [
+            row
+            for rows in pool.map(
+                _post_all, [(topology.url, address, share, rate / SENDERS) for share in shares]
+            )
+            for row in rows
+        ]
+    posted_at = time.time()
+    listener.wait_for(external_ids)
+    got = [e for e in external_ids if e in listener.arrived]
+    finished = max((listener.arrived[e] for e in got), default=time.time())
+    sent_at = {external_id: at for external_id, at, _ in posted}
+    latencies = sorted((listener.arrived[e] - sent_at[e]) * 1000 for e in got)
+    ok = sum(1 for _, _, status in posted if status == 200)
+    return {
+        "accepted_rate": ok / max(posted_at - started, 1e-9),
+        "refused": len(posted) - ok,
+        "events": len(got),
+        "pushed_rate": len(got) / max(finished - started, 1e-9),
+        "p50": statistics.median(latencies) if latencies else float("nan"),
+        "p95": latencies[max(0, int(len(latencies) * 0.95) - 1)] if latencies else float("nan"),
+    }
+
+
+def _verdict(good: bool) -> str:
+    return "meets" if good else "below"
+
+
+def main() -> None:
+    tmp = Path(tempfile.mkdtemp(prefix="agentdesk-bench-ingest-"))
+    environment = _environment(tmp)
+    root = Path(os.environ.get("BENCH_ROOT") or PROJECT_ROOT)
+    with_redis = "REDIS_URL" in environment
+    topology = Topology(
+        environment=environment,
+        apps=2 if with_redis else 1,
+        use_nginx=find_nginx() is not None,
+        root=root,
+        workdir=tmp / "topology",
+    )
+    topology.flask("setup")
+    organization = json.loads(topology.flask("orgs", "create", "--name", "Bench ingest", "--json"))
+    org_id, key = organization["organization_id"], organization["api_keys"]["live"]
+    address = f"9{uuid.uuid4().int % 10**14:014d}"
+    topology.flask(
+        "channels", "connect", "--org", org_id, "--service", "whatsapp", "--address", address,
+        "--provider", "simulator", "--phone-number", "+525500000001",
+    )  # fmt: skip
+    store = "PostgreSQL" if environment["DATABASE_URL"].startswith("postgres") else "SQLite"
+    print(f"machine: {_machine()}")
+    print(f"store: {store}, Redis: {'yes' if with_redis else 'no'}, tree: {root}")
+    with topology:
+        print(f"topology: {topology.url} -> {', '.join(topology.app_urls)}")
+        listener = Listener(topology.url, key)
+        try:
+            run_phase(topology, listener, address, 200, 0)  # warm-up: connections, caches, JIT of plans
+            burst = run_phase(topology, listener, address, MESSAGES, RATE)
+            paced = run_phase(topology, listener, address, LATENCY_MESSAGES, LATENCY_RATE)
+        finally:
+            listener.client.disconnect()
+        listed = requests.get(
+            f"{topology.url}/v2/messages/organizations/{org_id}/messages",
+            params={"take": 1},
+            headers={"X-API-Key": key},
+            timeout=30,
+        ).json()
+    sent = 200 + MESSAGES + LATENCY_MESSAGES
+    stored = int(listed.get("total", -1))
+    events = len(listener.arrived)
+    pace = f"{RATE:.0f}/s" if RATE else "as fast as answered"
+    print(f"burst: {MESSAGES} deliveries of one message, {SENDERS}x{THREADS} senders, {pace}")
+    print(f"  accepted/s (answered 200)    {burst['accepted_rate']:8.0f}   ({burst['refused']:.0f} not 200)")
+    print(
+        f"  sustained messages/s         {burst['pushed_rate']:8.0f}   stored and pushed "
+        f"(target >= {TARGET_RATE:.0f}: {_verdict(burst['pushed_rate'] >= TARGET_RATE)})"
+    )
+    print(f"  webhook -> message.created   p50 {burst['p50']:7.1f} ms   p95 {burst['p95']:7.1f} ms (queued)")
+    print(f"paced: {LATENCY_MESSAGES} deliveries at {LATENCY_RATE:.0f}/s")
+    print(
+        f"  webhook -> message.created   p50 {paced['p50']:7.1f} ms   p95 {paced['p95']:7.1f} ms   "
+        f"(target p95 <= {TARGET_P95_MS:.0f} ms: {_verdict(paced['p95'] <= TARGET_P95_MS)})"
+    )
+    print(
+        f"  accepted/s                   {paced['accepted_rate']:8.0f}   pushed/s {paced['pushed_rate']:7.0f}"
+    )
+    all_once = stored == sent and events == sent and not listener.duplicates
+    print(
+        f"nothing lost: stored {stored}/{sent}, events {events}/{sent}, duplicate events "
+        f"{listener.duplicates}   (target: every message stored and pushed once: {_verdict(all_once)})"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Operational scripts (``python -m scripts.topology``); importable by the tests and benchmarks."""

@@ -49,9 +49,10 @@ pages = Blueprint("inbox_pages", __name__, url_prefix="/inbox")
 protect_pages(pages)
 
 TABS = ("mine", "unassigned", "team", "all", "archived")
+NO_MEMBER = "(no member)"  # an assignee id no member can have (ids are UUIDs or "mem_…")
 COUNTED_TABS = ("mine", "unassigned", "team", "all")  # an archive's size tells the agent nothing
 CHANNELS = ("whatsapp", "instagram", "messenger")
-PAGE_SIZE = 25  # conversation rows per "load more"
+PAGE_SIZE = 20  # conversation rows per "load more" (a screen and a half; the API's default page too)
 THREAD_SIZE = 30  # messages per "older" step
 # What the thread shows of the audit trail (notes have their own bubbles; flows are automation detail).
 TIMELINE_EVENTS = (
@@ -117,7 +118,8 @@ def _filter(
     )
     if tab == "mine":
         # a user without a member has nothing assigned: an id no member can have keeps the tab empty
-        return replace(base, assigned_member_id=me.member_id or "\x00none")
+        # (no NUL byte: PostgreSQL refuses one in a string parameter)
+        return replace(base, assigned_member_id=me.member_id or NO_MEMBER)
     if tab == "unassigned":
         return replace(base, unassigned=True)
     if tab == "team":
@@ -424,8 +426,23 @@ def _context(me: DeskUser, state: ListState, conversation: Conversation | None) 
             thread=_thread(me, conversation),
             composer=_composer(me, conversation),
             panel=_panel(me, conversation),
+            to_label=_address_label(me, conversation.organization_address),
         )
     return context
+
+
+def _addresses(me: DeskUser) -> list[Any]:
+    return per_request(("addresses", me.organization_id), lambda: list_addresses(me.organization_id))
+
+
+def _address_label(me: DeskUser, address: str) -> str:
+    """How agents know one of the organization's numbers or accounts: its phone number as the provider
+    shows it (a WhatsApp address is the provider's phone-number id, which nobody recognises)."""
+    for known in _addresses(me):
+        if known.address == address:
+            extra = known.extra or {}
+            return str(extra.get("phone_number") or extra.get("verified_name") or address)
+    return address
 
 
 def _page(conversation_id: str | None) -> Response:
@@ -445,7 +462,7 @@ def _page(conversation_id: str | None) -> Response:
             "inbox/page.html",
             view=_list_view(me, state),
             label_names=[label.name for label in _labels(me)],
-            addresses=list_addresses(me.organization_id),
+            addresses=_addresses(me),
             **context,
         )
     return _vary(make_response(html))

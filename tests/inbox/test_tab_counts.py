@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from flask import Flask
 
+from blueprints.inbox.pages import NO_MEMBER
 from blueprints.inbox.services import conversations as inbox
 from blueprints.inbox.services.tab_counts import tab_counts
 from tests.conftest import Org
@@ -41,7 +42,7 @@ def per_tab(organization_id: uuid.UUID, base: inbox.ConversationFilter, member: 
     """What each tab's own list counts (the reference the single query must match)."""
     common = replace(base, archived=False)
     tabs = {
-        "mine": replace(common, assigned_member_id=member or "\x00none"),
+        "mine": replace(common, assigned_member_id=member or NO_MEMBER),
         "unassigned": replace(common, unassigned=True),
         "team": replace(common, team_ids=[TEAM]),
         "all": common,

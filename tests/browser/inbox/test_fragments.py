@@ -1,6 +1,6 @@
 """The inbox's URLs without a browser: which fragment an htmx request gets, what a history restore gets,
-that the list costs the same number of queries for 3 rows as for 25, and that the pages refuse what is
-not the signed-in user's organization."""
+that the list costs the same number of queries for 3 rows as for a full page, and that the pages refuse
+what is not the signed-in user's organization."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any
 from flask import Flask
 from flask.testing import FlaskClient
 
+from blueprints.inbox import pages as inbox_pages
 from tests.browser.conftest import DeskLogin
 from tests.browser.inbox.data import api, conversation_of, incoming, signed_in_client
 from tests.conftest import Org
@@ -30,6 +31,9 @@ def test_each_url_answers_the_whole_page_or_the_fragment_its_target_names(
     page = browser.get(f"/inbox/c/{conversation}?tab=unassigned")
     html = page.get_data(as_text=True)
     assert page.status_code == 200 and "<html" in html and 'id="thread"' in html and "Rafa" in html
+    # the header names the organization's number as people know it, not the provider's id for it
+    header = html.split('class="thread-header', 1)[1].split("</header>", 1)[0]
+    assert "+525500000001" in header and f">{wa.address}<" not in header
     assert {"HX-Request", "HX-Target"} <= set(page.vary)
 
     listing = browser.get(f"/inbox/c/{conversation}?tab=unassigned", headers={**HX, "HX-Target": "list-pane"})
@@ -90,7 +94,7 @@ def test_the_list_costs_the_same_queries_for_few_and_many_rows(
         )
     many = _count(browser, queries)
     assert len(many) == len(few), "\n".join(map(repr, [*few, "----", *many]))
-    assert browser.get("/inbox").get_data(as_text=True).count('class="conv-row') == 25
+    assert browser.get("/inbox").get_data(as_text=True).count('class="conv-row') == inbox_pages.PAGE_SIZE
 
 
 def _count(browser: FlaskClient, queries: Callable[[], Any]) -> list[str]:

@@ -173,9 +173,12 @@ def _list_view(me: DeskUser, state: ListState, skip: int = 0) -> ListView:
     team_ids = _my_team_ids(me)
     page = inbox.list_conversations(
         me.organization_id,
-        _filter(me, state, state.tab, team_ids, skip=skip, take=PAGE_SIZE, include_messages=1),
+        # the total only says whether "load more" is needed: the tabs are counted apart
+        _filter(me, state, state.tab, team_ids, skip=skip, take=PAGE_SIZE, include_messages=1, total_cap=0),
     )
-    view = ListView(state, _rows(me, page.items, page.messages), page.total, skip)
+    # a count that stopped at the page's end means at least one row more
+    total = page.total if page.total_is_exact else page.total + 1
+    view = ListView(state, _rows(me, page.items, page.messages), total, skip)
     if skip == 0:
         view.counts = _tab_counts(me, state, team_ids)
     return view

@@ -94,6 +94,9 @@ class ConversationFilter:
     # Keyset pagination instead of skip: None is offset mode; "" the first page, then each page's
     # next_cursor (core.pagination.keyset_paginate).
     cursor: str | None = None
+    # Count the total up to this many rows (None: TOTAL_COUNT_CAP). The desk asks 0, "is there a next
+    # page?" (it counts its tabs apart): the count stops one row past the page.
+    total_cap: int | None = None
 
 
 @dataclass(frozen=True)
@@ -246,13 +249,17 @@ def list_conversations(organization_id: uuid.UUID, query: ConversationFilter) ->
             limit=query.take,
             sort=sort,
             offset=query.skip,
-            count_cap=TOTAL_COUNT_CAP,
+            count_cap=_total_cap(query),
         )
         next_cursor = page.next_cursor
     else:
-        page = paginate(statement, offset=query.skip, limit=query.take, count_cap=TOTAL_COUNT_CAP)
+        page = paginate(statement, offset=query.skip, limit=query.take, count_cap=_total_cap(query))
     messages = latest_messages([c.id for c in page.items], query.include_messages)
     return ConversationPage(page.items, page.total, messages, next_cursor, page.total_is_exact)
+
+
+def _total_cap(query: ConversationFilter) -> int:
+    return TOTAL_COUNT_CAP if query.total_cap is None else query.total_cap
 
 
 def count_conversations(organization_id: uuid.UUID, query: ConversationFilter) -> int:

@@ -94,7 +94,17 @@ def test_the_list_costs_the_same_queries_for_few_and_many_rows(
         )
     many = _count(browser, queries)
     assert len(many) == len(few), "\n".join(map(repr, [*few, "----", *many]))
-    assert browser.get("/inbox").get_data(as_text=True).count('class="conv-row') == inbox_pages.PAGE_SIZE
+    first = browser.get("/inbox?tab=all").get_data(as_text=True)
+    assert first.count('class="conv-row') == inbox_pages.PAGE_SIZE
+    # 60 conversations: "load more" twice, then the end of the list
+    assert 'id="load-more"' in first
+    seen = first.count('class="conv-row')
+    while True:
+        more = browser.get(f"/inbox/rows?tab=all&skip={seen}").get_data(as_text=True)
+        seen += more.count('class="conv-row')
+        if 'id="load-more"' not in more:
+            break
+    assert seen == 60
 
 
 def _count(browser: FlaskClient, queries: Callable[[], Any]) -> list[str]:

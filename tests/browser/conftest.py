@@ -46,6 +46,11 @@ def chromium_path() -> str | None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # Tests that drive a real Chromium carry the ``chromium`` marker, so that a lane can select them
+    # (CI runs them in the SQLite lane; the PostgreSQL lane runs everything else, pages included).
+    for item in items:
+        if "browser" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.chromium)
     if chromium_path() is not None:
         return
     browser_items = [item for item in items if "tests/browser/" in str(item.fspath).replace(os.sep, "/")]

@@ -24,6 +24,7 @@ from core.db import db
 CONVERSATIONS = 10_000
 MESSAGES = 20
 HX = {"HX-Request": "true"}
+PANE = {**HX, "HX-Target": "list-pane"}
 TOKEN = re.compile(r'name="csrf_token" value="([^"]+)"')
 
 
@@ -98,8 +99,13 @@ def main() -> None:
         ("fragment list-pane", get("/inbox?tab=all", {**HX, "HX-Target": "list-pane"})),
         ("fragment rows skip=20", get("/inbox/rows?tab=all&skip=20")),
         ("fragment rows skip=5000", get("/inbox/rows?tab=all&skip=5000")),
-        ("fragment rows label=vip", get("/inbox/rows?tab=all&label=vip")),
-        ("fragment rows q=Contact 99", get("/inbox/rows?tab=all&q=Contact%2099")),
+        # a filter changed: the list pane comes first, its tab counts in the /counts request that follows
+        ("fragment list-pane label=vip", get("/inbox?tab=all&label=vip", PANE)),
+        ("fragment list-pane q=Contact 99", get("/inbox?tab=all&q=Contact%2099", PANE)),
+        ("fragment counts label=vip", get("/inbox/counts?tab=all&label=vip", HX)),
+        ("fragment counts q=Contact 99", get("/inbox/counts?tab=all&q=Contact%2099", HX)),
+        ("fragment rows label=vip skip=20", get("/inbox/rows?tab=all&label=vip&skip=20")),
+        ("fragment rows q=Contact 99 skip=20", get("/inbox/rows?tab=all&q=Contact%2099&skip=20")),
         ("fragment counts", get("/inbox/counts?tab=all")),
         ("fragment row/<id>", get(f"/inbox/row/{newest}?tab=all")),
         ("fragment conversation", get(f"/inbox/c/{newest}", {**HX, "HX-Target": "conversation"})),

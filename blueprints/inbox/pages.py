@@ -162,6 +162,8 @@ class ListView:
     total: int
     skip: int
     counts: dict[str, int] = field(default_factory=dict)
+    # the counts follow in their own request (the tabs show placeholders until then)
+    counts_pending: bool = False
 
     @property
     def next_skip(self) -> int | None:
@@ -169,7 +171,10 @@ class ListView:
         return following if following < self.total else None
 
 
-def _list_view(me: DeskUser, state: ListState, skip: int = 0) -> ListView:
+def _list_view(me: DeskUser, state: ListState, skip: int = 0, *, counts: str = "now") -> ListView:
+    """A page of the list. ``counts``: ``now`` counts the tabs with it, ``later`` leaves them to the
+    ``/counts`` fragment the client asks for next (placeholders meanwhile), ``none`` skips them (a next
+    page of rows shows no tabs)."""
     team_ids = _my_team_ids(me)
     page = inbox.list_conversations(
         me.organization_id,
@@ -179,8 +184,9 @@ def _list_view(me: DeskUser, state: ListState, skip: int = 0) -> ListView:
     # a count that stopped at the page's end means at least one row more
     total = page.total if page.total_is_exact else page.total + 1
     view = ListView(state, _rows(me, page.items, page.messages), total, skip)
-    if skip == 0:
+    if skip == 0 and counts == "now":
         view.counts = _tab_counts(me, state, team_ids)
+    view.counts_pending = skip == 0 and counts == "later"
     return view
 
 
@@ -353,6 +359,9 @@ class PanelView:
     teams: list[Any]
     catalogue: list[Any]
     applied: list[str]
+    # The conversation's latest summary: the one the CRM stored when it was linked to a deal, else the
+    # extractive one computed now (blueprints/ai/summaries.py); None without messages.
+    summary: Any = None
 
 
 def _crm_url(crm_contact_id: str | None) -> str | None:
@@ -378,6 +387,8 @@ def _panel(me: DeskUser, conversation: Conversation) -> PanelView:
     applied = list((conversation.extra or {}).get("labels") or [])
     keys = {name.lower() for name in applied}
     catalogue = [label for label in _labels(me) if label.name_key not in keys]
+    from blueprints.ai.summaries import latest_summary  # the AI area's read, only for this panel
+
     return PanelView(
         conversation,
         list(contact.addresses),
@@ -386,6 +397,7 @@ def _panel(me: DeskUser, conversation: Conversation) -> PanelView:
         teams,
         catalogue,
         applied,
+        latest_summary(me.organization_id, conversation.id),
     )
 
 
@@ -454,9 +466,14 @@ def _page(conversation_id: str | None) -> Response:
     conversation = _conversation(me, conversation_id) if conversation_id else None
     target = request.headers.get("HX-Target")
     if _is_fragment_request() and target == "list-pane":
-        html = render_template(
-            "inbox/_list_pane.html", me=me, state=state, view=_list_view(me, state), open=conversation
-        )
+        # A filter just changed: the rows come first and the filtered counts (which read every matching
+        # row) in the next request, so the agent sees the list without waiting for the tabs.
+        view = _list_view(me, state, counts="later" if state.filtered else "now")
+        html = render_template("inbox/_list_pane.html", me=me, state=state, view=view, open=conversation)
+        if view.counts_pending:
+            response = make_response(html)
+            response.headers["HX-Trigger-After-Settle"] = "desk:refresh-counts"
+            return _vary(response)
     elif _is_fragment_request() and target == "conversation" and conversation is not None:
         html = render_template("inbox/_conversation.html", **_context(me, state, conversation))
     else:
@@ -486,7 +503,7 @@ def more_rows() -> Response:
     me = signed_in()
     state = ListState.from_args(request.args)
     skip = max(0, request.args.get("skip", 0, type=int) or 0)
-    view = _list_view(me, state, skip)
+    view = _list_view(me, state, skip, counts="none")
     return _vary(
         make_response(
             render_template(

@@ -107,6 +107,45 @@ def test_the_list_costs_the_same_queries_for_few_and_many_rows(
     assert seen == 60
 
 
+def test_a_filtered_list_comes_first_and_its_tab_counts_follow(
+    app: Flask,
+    wa: Any,
+    deliver: Deliver,
+    client: FlaskClient,
+    org: Org,
+    make_user: Callable[..., DeskLogin],
+    queries: Callable[[], Any],
+) -> None:
+    login = make_user(org, "Ana Agent")
+    browser = signed_in_client(app.test_client(), login.email, login.password)
+    for n, name in enumerate(("Marta Vidal", "Marta Ortiz", "Pedro Gil")):
+        incoming(deliver, f"52155777700{n:02d}", "hola", name=name)
+    mine = conversation_of(client, org, "5215577770000")["id"]
+    api(client, org, "PATCH", f"/conversations/{mine}", extra={"member_id": login.member_id})
+
+    # the rows of a search at once, with placeholders where the counts go and the signal to fetch them
+    with queries() as counted:
+        pane = browser.get("/inbox?tab=all&q=Marta", headers={**HX, "HX-Target": "list-pane"})
+    html = pane.get_data(as_text=True)
+    assert html.count('class="conv-row') == 2 and "Pedro" not in html
+    assert pane.headers["HX-Trigger-After-Settle"] == "desk:refresh-counts"
+    assert html.count('aria-busy="true"') == 4  # Mine, Unassigned, Team, All (the archive is never counted)
+    assert not any("count(*) FILTER" in statement for statement in counted.statements)
+
+    # which the tabs then fetch with the same filters: Mine 1, Unassigned 1, All 2
+    tabs = browser.get("/inbox/counts?tab=all&q=Marta", headers=HX).get_data(as_text=True)
+    assert 'data-count="mine">1<' in tabs and 'data-count="unassigned">1<' in tabs
+    assert 'data-count="all">2<' in tabs and "aria-busy" not in tabs
+
+    # unfiltered, the counts come with the list; a next page of rows has no tabs and counts nothing
+    plain = browser.get("/inbox?tab=all", headers={**HX, "HX-Target": "list-pane"})
+    assert "HX-Trigger-After-Settle" not in plain.headers
+    assert 'data-count="all">3<' in plain.get_data(as_text=True)
+    with queries() as counted:
+        browser.get("/inbox/rows?tab=all&q=Marta&skip=1")
+    assert not any("count(*) FILTER" in statement for statement in counted.statements)
+
+
 def _count(browser: FlaskClient, queries: Callable[[], Any]) -> list[str]:
     with queries() as counted:
         response = browser.get("/inbox", headers={**HX, "HX-Target": "list-pane"})

@@ -4,6 +4,7 @@ hostile text."""
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -465,3 +466,25 @@ def test_after_a_reconnect_the_visible_panes_catch_up(
     page.locator("#rows .conv-name", has_text="Pablo").wait_for(timeout=LIVE_WITHIN_MS)
     expect(page.locator("#composer-text")).to_have_value("borrador a medias")
     assert page.errors == []
+
+
+def test_a_search_narrows_the_list_and_then_the_tab_counts(
+    wa: Any,
+    deliver: Deliver,
+    client: FlaskClient,
+    org: Org,
+    agent: DeskLogin,
+    new_context: Callable[..., Any],
+) -> None:
+    for n, name in enumerate(("Marta Vidal", "Marta Ortiz", "Pedro Gil")):
+        incoming(deliver, f"52155666600{n:02d}", "hola", name=name)
+    page = open_inbox(new_context, agent)
+    expect(page.locator("#list-tabs [data-count=all]")).to_have_text("3")
+    page.locator("#list-search").press_sequentially("Marta")
+    expect(page).to_have_url(re.compile(r"q=Marta"))
+    expect(page.locator("#rows .conv-row")).to_have_count(2)
+    # the counts follow the rows: the placeholders give way to the filtered figures
+    expect(page.locator("#list-tabs [data-count=all]")).to_have_text("2", timeout=LIVE_WITHIN_MS)
+    expect(page.locator("#list-tabs [data-count=unassigned]")).to_have_text("2")
+    expect(page.locator("#list-tabs [aria-busy]")).to_have_count(0)
+    assert not page.errors

@@ -8,7 +8,7 @@ from dataclasses import asdict
 from typing import Any
 from urllib.parse import urlsplit
 
-from flask import Blueprint, Response, g, make_response, redirect, render_template, request, session, url_for
+from flask import Blueprint, Response, make_response, redirect, render_template, request, session, url_for
 from flask_babel import gettext as _
 from flask_login import current_user, login_user, logout_user
 
@@ -106,21 +106,22 @@ STATUSES_WITH_REASON = ("away", "offline")
 def _shell() -> dict[str, Any]:
     """What the shell shows of presence, read once per page: the member's status and reason, the
     catalogue of reasons and every human teammate (three queries and the conversation counter)."""
-    if "desk_shell" in g:
-        return g.desk_shell  # type: ignore[no-any-return]
     me = signed_in()
+    return per_request(("desk_shell", me.organization_id, me.member_id), lambda: _read_shell(me))
+
+
+def _read_shell(me: DeskUser) -> dict[str, Any]:
     people = per_request(
         ("availabilities", me.organization_id), lambda: availabilities(me.organization_id, ai=False)
     )
     mine = next((a for a in people if a.member.id == me.member_id), None)
-    g.desk_shell = {
+    return {
         "status": mine.member.status if mine else "offline",
         "reason_id": str(mine.member.status_reason_id or "") if mine else "",
         "reason": mine.reason.name if mine and mine.reason else None,
         "reasons": list_reasons(me.organization_id, active=True),
         "teammates": [a for a in people if a.member.id != me.member_id],
     }
-    return g.desk_shell  # type: ignore[no-any-return]
 
 
 @pages.app_context_processor

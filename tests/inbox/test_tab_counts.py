@@ -9,9 +9,8 @@ from typing import Any
 import pytest
 from flask import Flask
 
-from blueprints.inbox.pages import NO_MEMBER
 from blueprints.inbox.services import conversations as inbox
-from blueprints.inbox.services.tab_counts import tab_counts
+from blueprints.inbox.services.tab_counts import NO_MEMBER, tab_counts
 from tests.conftest import Org
 from tests.inbox.conftest import MakeConversation
 from tests.support.queries import count_queries

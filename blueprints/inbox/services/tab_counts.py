@@ -1,8 +1,11 @@
-"""How many conversations each desk tab holds under the list's filters, in one query.
+"""The desk's tabs: which conversations each holds (:func:`for_tab`) and how many under the list's
+filters, in one query (:func:`tab_counts`).
 
 The desk shows Mine, Unassigned, Team and All with their counts; with a filter (a label, a channel, a
 search) every count changes. One ``count(*) FILTER (WHERE …)`` per tab over the filtered rows reads
-them once instead of once per tab (PostgreSQL, and SQLite since 3.30).
+them once instead of once per tab (PostgreSQL, and SQLite since 3.30). Both follow the same rules: Mine
+is the member's, Unassigned nobody's, Team any of the member's teams', All every open conversation,
+Archived the archive.
 """
 
 from __future__ import annotations
@@ -18,6 +21,23 @@ from blueprints.messaging.models import Conversation
 from core.db import db
 
 TABS = ("mine", "unassigned", "team", "all")  # the open (not archived) tabs
+NO_MEMBER = "(no member)"  # an assignee id no member can have (ids are UUIDs or "mem_…")
+
+
+def for_tab(
+    query: ConversationFilter, tab: str, *, member_id: str | None, team_ids: list[str]
+) -> ConversationFilter:
+    """``query`` narrowed to one tab (``archived`` too); an unknown tab is All."""
+    narrowed = replace(query, archived=tab == "archived")
+    if tab == "mine":
+        # someone without a member has nothing assigned: an id no member can have keeps the tab empty
+        # (no NUL byte: PostgreSQL refuses one in a string parameter)
+        return replace(narrowed, assigned_member_id=member_id or NO_MEMBER)
+    if tab == "unassigned":
+        return replace(narrowed, unassigned=True)
+    if tab == "team":
+        return replace(narrowed, team_ids=team_ids)
+    return narrowed
 
 
 def tab_counts(

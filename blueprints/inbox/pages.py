@@ -32,7 +32,7 @@ from blueprints.desk.security import DeskUser, protect_pages, signed_in
 from blueprints.inbox.services import conversations as inbox
 from blueprints.inbox.services import labels as label_service
 from blueprints.inbox.services import notes as note_service
-from blueprints.inbox.services.tab_counts import tab_counts
+from blueprints.inbox.services.tab_counts import for_tab, tab_counts
 from blueprints.members.services.members import find_member, members_by_ids
 from blueprints.members.services.presence import availabilities
 from blueprints.members.services.teams import list_teams, teams_of
@@ -49,7 +49,6 @@ pages = Blueprint("inbox_pages", __name__, url_prefix="/inbox")
 protect_pages(pages)
 
 TABS = ("mine", "unassigned", "team", "all", "archived")
-NO_MEMBER = "(no member)"  # an assignee id no member can have (ids are UUIDs or "mem_…")
 COUNTED_TABS = ("mine", "unassigned", "team", "all")  # an archive's size tells the agent nothing
 CHANNELS = ("whatsapp", "instagram", "messenger")
 PAGE_SIZE = 20  # conversation rows per "load more" (a screen and a half; the API's default page too)
@@ -113,18 +112,9 @@ def _filter(
         services=[state.channel] if state.channel else [],
         labels=[state.label] if state.label else [],
         organization_address=state.address or None,
-        archived=tab == "archived",
         **window,
     )
-    if tab == "mine":
-        # a user without a member has nothing assigned: an id no member can have keeps the tab empty
-        # (no NUL byte: PostgreSQL refuses one in a string parameter)
-        return replace(base, assigned_member_id=me.member_id or NO_MEMBER)
-    if tab == "unassigned":
-        return replace(base, unassigned=True)
-    if tab == "team":
-        return replace(base, team_ids=team_ids)
-    return base
+    return for_tab(base, tab, member_id=me.member_id, team_ids=team_ids)
 
 
 def _my_team_ids(me: DeskUser) -> list[str]:

@@ -58,6 +58,12 @@ from blueprints.crm.schemas import (
     PipelineOut,
     PipelineSummary,
     PipelineUpdate,
+    ProductCreate,
+    ProductDeleted,
+    ProductList,
+    ProductListQuery,
+    ProductOut,
+    ProductUpdate,
     RateBody,
     RateOut,
     RatePath,
@@ -84,9 +90,10 @@ from blueprints.crm.schemas import (
     TicketStateBody,
     TicketUpdate,
 )
-from blueprints.crm.services import contacts, deals, pipelines, tasks, tickets
+from blueprints.crm.services import contacts, deals, pipelines, products, tasks, tickets
 from blueprints.crm.services.contacts import AccountFilters, ContactFilters
 from blueprints.crm.services.deals import DealFilters
+from blueprints.crm.services.products import ProductFilters
 from blueprints.crm.services.tasks import TaskFilters
 from blueprints.crm.services.tickets import TicketFilters
 from core import auth
@@ -538,3 +545,39 @@ def link_account_contact(path: IdPath, body: AccountContactBody) -> Json:
 @contacts_api.delete("/accounts/<id>/contacts/<contact_id>", responses={200: AccountOut})
 def unlink_account_contact(path: AccountContactPath) -> Json:
     return AccountOut.dump(contacts.unlink_contact(_org(), path.id, path.contact_id))
+
+
+# ---------------------------------------------------------------------------------------------- products
+
+products_api = _blueprint("products", "CRM: products", "The product catalogue (line items, AI agents)")
+BLUEPRINTS = (*BLUEPRINTS, products_api)
+
+
+@products_api.get("/products", responses={200: ProductList})
+def list_products(path: OrgPath, query: ProductListQuery) -> Json:
+    """The catalogue by name; `q` matches every word in the name, SKU or description; `active` filters."""
+    return _page(ProductList, products.list_products(_org(), _filters(ProductFilters, query)), query)
+
+
+@products_api.post("/products", responses={201: ProductOut})
+def create_product(path: OrgPath, body: ProductCreate) -> Created:
+    """Create a product; a SKU already used in the organization is 409."""
+    return ProductOut.dump(products.create_product(_org(), body.model_dump())), 201
+
+
+@products_api.get("/products/<id>", responses={200: ProductOut})
+def get_product(path: IdPath) -> Json:
+    return ProductOut.dump(products.get_product(_org(), path.id))
+
+
+@products_api.patch("/products/<id>", responses={200: ProductOut})
+def update_product(path: IdPath, body: ProductUpdate) -> Json:
+    """Only the fields sent change."""
+    return ProductOut.dump(products.update_product(_org(), path.id, body.sent_fields()))
+
+
+@products_api.delete("/products/<id>", responses={200: ProductDeleted})
+def delete_product(path: IdPath) -> Json:
+    """Delete a product; one that line items reference is archived (`active: false`) instead."""
+    archived = products.delete_product(_org(), path.id)
+    return ProductDeleted.dump({"id": path.id, "deleted": not archived, "archived": archived})

@@ -10,8 +10,8 @@ from typing import Any
 
 from sqlalchemy import select
 
-from blueprints.crm.models import CrmAccount, CrmContact, CrmTask, Deal, Ticket
-from blueprints.crm.services import contacts, deals, pipelines, tasks, tickets
+from blueprints.crm.models import CrmAccount, CrmContact, CrmTask, Deal, Product, Ticket
+from blueprints.crm.services import contacts, deals, pipelines, products, tasks, tickets
 from core.db import db, utcnow
 from core.demo import DEMO_ORGANIZATION_ID, seeder
 
@@ -135,3 +135,53 @@ def seed_crm(environment: str) -> list[str]:
                 },
             )
     return [f"{environment} CRM: {len(DEALS)} deals, {len(TICKETS)} tickets, {len(TASKS)} tasks"]
+
+
+# sku, name, description, price, currency
+PRODUCTS = (
+    ("SEAT-M", "Agent seat", "One desk seat per agent and month: inbox, CRM and presence.", "450.00", "MXN"),
+    (
+        "WA-START",
+        "WhatsApp starter plan",
+        "One WhatsApp number, templates and broadcasts up to 5,000 messages a month.",
+        "1290.00",
+        "MXN",
+    ),
+    ("VOICE-MIN", "Minutes pack", "1,000 minutes of voice AI calls.", "49.90", "USD"),
+    (
+        "AI-PILOT",
+        "Pilot setup",
+        "Voice AI pilot: configuration, knowledge and two weeks of tuning.",
+        "1500.00",
+        "USD",
+    ),
+    (
+        "MSG-UNIT",
+        "Message (pay as you go)",
+        "One outbound WhatsApp message beyond the plan.",
+        "0.0125",
+        "USD",
+    ),
+)
+
+
+@seeder(order=31, name="crm products")
+def seed_products(environment: str) -> list[str]:
+    """The demo catalogue (what Sofía's ``send_product`` offers); looked up by SKU, so idempotent."""
+    for sku, name, description, price, currency in PRODUCTS:
+        found = db.session.scalars(
+            select(Product).where(Product.organization_id == DEMO_ORGANIZATION_ID, Product.sku == sku)
+        ).first()
+        if found is None:
+            products.create_product(
+                DEMO_ORGANIZATION_ID,
+                {
+                    "sku": sku,
+                    "name": name,
+                    "description": description,
+                    "price": Decimal(price),
+                    "currency": currency,
+                    "url": f"https://demo.test/products/{sku.lower()}",
+                },
+            )
+    return [f"{environment} CRM: {len(PRODUCTS)} products"]

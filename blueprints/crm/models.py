@@ -488,3 +488,28 @@ list_index(
     CrmTask.status,
     where=OPEN_TASK,
 )
+
+
+class Product(UUIDPrimaryKeyMixin, TimestampMixin, db.Model):
+    """An item of the organization's catalogue: what line items' ``product_id`` names and what the AI
+    agents' ``send_product`` tool offers. ``price`` is a unit price (up to 4 places, like line items'
+    ``unit_price``) in ``currency``. A product referenced by line items is archived (``active`` false)
+    instead of deleted, so the deals that sold it keep naming it."""
+
+    __tablename__ = "crm_products"
+    __table_args__ = (UniqueConstraint("organization_id", "sku", name="uq_crm_products_org_sku"),)
+
+    organization_id: Mapped[uuid.UUID] = mapped_column(_org_fk())
+    sku: Mapped[str | None] = mapped_column(String(100))
+    name: Mapped[str] = mapped_column(String(300))
+    description: Mapped[str | None] = mapped_column(Text)
+    price: Mapped[Decimal] = mapped_column(MONEY)
+    currency: Mapped[str] = mapped_column(String(3), default="MXN")
+    url: Mapped[str | None] = mapped_column(String(2048))
+    image_url: Mapped[str | None] = mapped_column(String(2048))
+    active: Mapped[bool] = mapped_column(default=True)
+
+
+# The catalogue list in its order (name, then id) per organization; a catalogue is small per
+# organization, so searches (name, SKU, description) filter the organization's rows read off this index.
+Index("ix_crm_products_list", Product.organization_id, Product.name, Product.id)

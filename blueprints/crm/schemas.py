@@ -7,6 +7,7 @@ import uuid
 from datetime import date, datetime
 from decimal import Decimal
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import (
     BaseModel,
@@ -908,3 +909,82 @@ class AccountList(OutModel):
 class Deleted(OutModel):
     id: TextId
     deleted: bool
+
+
+# -------------------------------------------------------------------------------------------- products
+
+
+def _web_url(value: str | None) -> str | None:
+    """An absolute http(s) URL, or None for an empty value."""
+    if value is None or not value.strip():
+        return None
+    parts = urlsplit(value.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("must be an absolute http(s) URL")
+    return value.strip()
+
+
+Sku = Annotated[str, Field(min_length=1, max_length=100)]
+
+
+class ProductCreate(RequestModel):
+    name: Annotated[str, Field(min_length=1, max_length=300)]
+    price: Money = Field(description="unit price in `currency`, up to 4 decimal places")
+    currency: CurrencyIn = "MXN"
+    sku: Sku | None = Field(None, description="unique in the organization")
+    description: str | None = Field(None, max_length=5000)
+    url: str | None = Field(None, max_length=2048, description="the product's page (http or https)")
+    image_url: str | None = Field(None, max_length=2048, description="a picture of the product")
+    active: bool = True
+
+    _urls = field_validator("url", "image_url")(classmethod(lambda cls, v: _web_url(v)))
+
+
+class ProductUpdate(RequestModel):
+    name: Annotated[str, Field(min_length=1, max_length=300)] | None = None
+    price: Money | None = None
+    currency: CurrencyIn | None = None
+    sku: Sku | None = None
+    description: str | None = Field(None, max_length=5000)
+    url: str | None = Field(None, max_length=2048)
+    image_url: str | None = Field(None, max_length=2048)
+    active: bool | None = None
+
+    _urls = field_validator("url", "image_url")(classmethod(lambda cls, v: _web_url(v)))
+
+
+class ProductListQuery(LimitOffsetQuery):
+    q: str | None = Field(None, max_length=200, description="words found in the name, SKU or description")
+    active: bool | None = None
+
+
+class ProductOut(OutModel):
+    id: TextId
+    organization_id: TextId
+    sku: str | None
+    name: str
+    description: str | None
+    price: str = Field(description="decimal string (at least the currency's minor units, at most 4 places)")
+    currency: str
+    url: str | None
+    image_url: str | None
+    active: bool
+    created_at: Instant
+    updated_at: Instant
+
+    @classmethod
+    def derive(cls, row: Any) -> dict[str, Any]:
+        return {"price": price_str(row.price, row.currency)}
+
+
+class ProductList(OutModel):
+    data: list[ProductOut]
+    total: int
+    limit: int
+    offset: int
+
+
+class ProductDeleted(OutModel):
+    id: TextId
+    deleted: bool = Field(description="true: removed; false: archived (line items reference it)")
+    archived: bool

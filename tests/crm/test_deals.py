@@ -266,7 +266,7 @@ def test_list_filters(crm: Crm) -> None:
     new, won = crm.stage(pipeline, "New"), crm.stage(pipeline, "Won")
     account = crm.account()
     owner = str(uuid.uuid4())
-    product = str(uuid.uuid4())
+    product = crm.ok(crm.post("/products", {"name": "Hosting", "price": 1000}), 201)["id"]
     crm.deal(name="Alpha website", amount=100, owner_id=owner, account_id=account["id"])
     crm.deal(name="Beta app", amount=500, currency="USD", stage_id=won["id"])
     gamma = crm.deal(name="Gamma hosting", amount=1000, expected_close_date="2026-12-15")

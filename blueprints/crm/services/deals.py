@@ -36,6 +36,7 @@ from blueprints.crm.services.common import (
     savepoint,
 )
 from blueprints.crm.services.pipelines import pipeline_for_update
+from blueprints.crm.services.products import check_product_id
 from core.db import db, utcnow
 from core.errors import ApiError, not_found
 from core.events import publish
@@ -462,6 +463,7 @@ def add_line_item(
 ) -> DealLineItem:
     deal = get_deal(organization_id, deal_id)
     currency = _check_currency(deal, fields.get("currency"))
+    check_product_id(organization_id, fields.get("product_id"))
     quantity, unit_price = fields["quantity"], round_price(fields["unit_price"])
     discount = round_money(fields.get("discount") or Decimal(0), currency)
     now = utcnow()
@@ -496,6 +498,7 @@ def update_line_item(
     deal = get_deal(organization_id, deal_id)
     item = _get_item(deal, item_id)
     _check_currency(deal, changes.get("currency"))
+    check_product_id(organization_id, changes.get("product_id"))
     for name in ("name", "quantity"):
         if changes.get(name) is not None:
             setattr(item, name, changes[name])

@@ -1,0 +1,33 @@
+"""AI agents at work: the runtime that answers conversations with an agent's configuration (prompt,
+tools, chat parameters), the language-model provider, knowledge documents and their search, the runs
+log, the playground, and pausing an agent on a conversation. See docs/ai-agents.md."""
+
+from __future__ import annotations
+
+import os
+
+from flask import Flask
+
+from core.events import subscribe
+
+
+def init_app(app: Flask) -> None:
+    from blueprints.ai import (
+        models,  # noqa: F401  (the tables, for the migrations' comparison)
+        runtime,
+    )
+    from blueprints.ai.api import api, messaging_api
+    from blueprints.ai.handoff import DEFAULT_PAUSE_MINUTES
+
+    # Minutes an agent stays quiet after a human reply or a template (0: until resumed); docs/ai-agents.md.
+    app.config.setdefault(
+        "AI_PAUSE_MINUTES", int(os.environ.get("AI_PAUSE_MINUTES") or DEFAULT_PAUSE_MINUTES)
+    )
+    app.register_api(api)  # type: ignore[attr-defined]
+    app.register_api(messaging_api)  # type: ignore[attr-defined]
+    subscribe("message.created", runtime.on_message_created)
+    subscribe("conversation.assigned", runtime.on_conversation_assigned)
+
+    from blueprints.ai import summaries
+
+    summaries.register(app)

@@ -1,0 +1,116 @@
+"""Prompt assembly: the system message from the configuration, then the conversation.
+
+System message, in this order (each part only when present; headings in English, texts as configured):
+
+1. ``identity``, ``rules``, ``tone``, ``knowledge``, ``escalation``, ``closing`` (the common sections);
+2. every other section, by name (alphabetical; ``chat`` holds parameters, never text);
+3. ``Tools``: one line of guidance per *enabled* tool;
+4. ``Transfers``: the ``call_transfers`` rules (name, condition, announce message) when
+   ``transfer_to_human`` is enabled, so the model can name the rule whose condition holds;
+5. ``Conversation``: the channel, the contact's name and the current time (UTC).
+
+Then the history (``context_messages`` previous messages within ``context_days``; none when
+``context_messages`` is 0), incoming messages as ``user`` and outgoing ones as ``assistant``, and last the
+messages of the burst being answered (``user``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from blueprints.members.schemas import CHAT_DEFAULTS
+
+SECTION_ORDER = ("identity", "rules", "tone", "knowledge", "escalation", "closing")
+TOOL_GUIDANCE = {
+    "transfer_to_human": "transfer_to_human: hand the conversation to a person when the customer asks for "
+    "one, when a transfer rule's condition holds (name the rule), or when you cannot help. Write a short "
+    "hand-off note for the person.",
+    "search_knowledge": "search_knowledge: look up the organization's knowledge before answering questions "
+    "about policies, prices, schedules or procedures. Never invent facts that the knowledge does not give.",
+    "send_product": "send_product: send a product of the catalogue to the customer (by its id, or by a "
+    "search query) when they ask about a product.",
+    "create_ticket": "create_ticket: open a support ticket when the customer reports a problem that needs "
+    "follow-up.",
+    "schedule_meeting": "schedule_meeting: book a meeting with the customer at an agreed date and time "
+    "(ISO 8601, with the time zone).",
+}
+_HEADINGS = {name: name.replace("_", " ").capitalize() for name in SECTION_ORDER}
+
+
+def chat_parameters(sections: dict[str, Any]) -> dict[str, Any]:
+    """``sections.chat`` with the defaults for what is not set (temperature 0.7, 50 messages, 7 days,
+    no splitting)."""
+    return {**CHAT_DEFAULTS, **(sections.get("chat") or {})}
+
+
+def ordered_sections(sections: dict[str, Any]) -> list[tuple[str, str]]:
+    """(name, text) of the text sections in the documented order."""
+    texts = {name: value for name, value in sections.items() if name != "chat" and isinstance(value, str)}
+    first = [(name, texts[name]) for name in SECTION_ORDER if texts.get(name, "").strip()]
+    rest = [
+        (name, texts[name]) for name in sorted(texts) if name not in SECTION_ORDER and texts[name].strip()
+    ]
+    return first + rest
+
+
+@dataclass(frozen=True)
+class ConversationFacts:
+    service: str
+    contact_name: str | None
+    now: datetime
+
+
+def system_prompt(
+    sections: dict[str, Any],
+    enabled_tools: list[str],
+    call_transfers: list[dict[str, Any]],
+    facts: ConversationFacts | None,
+) -> str:
+    parts: list[str] = []
+    for name, value in ordered_sections(sections):
+        heading = _HEADINGS.get(name) or name.replace("_", " ").replace("-", " ").capitalize()
+        parts.append(f"## {heading}\n{value.strip()}")
+    if enabled_tools:
+        lines = [f"- {TOOL_GUIDANCE[name]}" for name in enabled_tools if name in TOOL_GUIDANCE]
+        parts.append("## Tools\n" + "\n".join(lines))
+    if "transfer_to_human" in enabled_tools and call_transfers:
+        lines = []
+        for rule in call_transfers:
+            line = f"- {rule.get('name')}: when {rule.get('condition')}"
+            if rule.get("announce_message"):
+                line += f' (tell the customer: "{rule["announce_message"]}")'
+            lines.append(line)
+        parts.append(
+            "## Transfers\nWhen one of these conditions holds, call transfer_to_human with its rule name:\n"
+            + "\n".join(lines)
+        )
+    if facts is not None:
+        lines = [f"Channel: {facts.service}"]
+        if facts.contact_name:
+            lines.append(f"Customer name: {facts.contact_name}")
+        lines.append(f"Current time (UTC): {facts.now.strftime('%Y-%m-%d %H:%M')}")
+        parts.append("## Conversation\n" + "\n".join(lines))
+    return "\n\n".join(parts)
+
+
+def message_text(content: dict[str, Any] | None, template: dict[str, Any] | None) -> str:
+    """What a stored message says, as text for the model (media as a bracketed mention)."""
+    if template:
+        return str(template.get("text") or f"[template {template.get('name')}]")
+    content = content or {}
+    kind = content.get("kind") or "text"
+    text = content.get("text") or content.get("caption") or ""
+    if kind == "text":
+        return str(text)
+    if kind == "location":
+        location = content.get("location") or {}
+        return (
+            f"[location {location.get('name') or ''} {location.get('latitude')},{location.get('longitude')}]"
+        )
+    return f"[{kind}] {text}".strip()
+
+
+def prompt_chars(messages: list[dict[str, Any]]) -> int:
+    return sum(len(str(m.get("content") or "")) for m in messages)

@@ -117,6 +117,14 @@ def has_work(session: Session | None = None) -> bool:
     )
 
 
+def defers() -> bool:
+    """Whether :func:`after_commit` would wait for a commit now (false: it would run the callback at once)."""
+    if not has_app_context():
+        return False
+    session = db.session()
+    return bool(session.in_transaction() and not session.info.get(_DELIVERING))
+
+
 def after_commit(callback: Callable[[], Any]) -> Any:
     """Run ``callback`` once the current unit of work has committed; never when it rolls back.
 

@@ -8,7 +8,7 @@ import os
 
 from flask import Flask
 
-from core.events import subscribe
+from core.events import subscribe, subscribe_batch
 
 
 def init_app(app: Flask) -> None:
@@ -25,7 +25,7 @@ def init_app(app: Flask) -> None:
     )
     app.register_api(api)  # type: ignore[attr-defined]
     app.register_api(messaging_api)  # type: ignore[attr-defined]
-    subscribe("message.created", runtime.on_message_created)
+    subscribe_batch("message.created", runtime.on_messages_created)
     subscribe("conversation.assigned", runtime.on_conversation_assigned)
 
     from blueprints.ai import summaries

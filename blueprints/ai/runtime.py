@@ -659,19 +659,53 @@ def _seeding_demo() -> bool:
     return context is not None and context.command_path.split()[-2:] == ["demo", "seed"]
 
 
-def on_message_created(event: DomainEvent) -> None:
+def on_messages_created(events: list[DomainEvent]) -> None:
+    """A committed batch of messages (a webhook batch holds up to hundreds): one job sorts out which of
+    its conversations an AI agent handles, instead of one answering job per incoming message. Replies
+    sent by someone (pauses) are few and go one by one."""
     if _seeding_demo():
         return
-    data = event.data
-    conversation_id = data.get("conversation_id")
-    if not conversation_id:
-        return
-    if data.get("direction") == "incoming":
-        answer_conversation_job.enqueue(event.organization_id, conversation_id)
-    elif data.get("direction") == "outgoing" and data.get("member_id"):
-        pause_on_reply_job.enqueue(
-            event.organization_id, conversation_id, data["member_id"], str(data.get("id"))
+    incoming: dict[str, dict[str, None]] = {}
+    for event in events:
+        data = event.data
+        conversation_id = data.get("conversation_id")
+        if not conversation_id:
+            continue
+        if data.get("direction") == "incoming":
+            incoming.setdefault(event.organization_id, {})[str(conversation_id)] = None
+        elif data.get("direction") == "outgoing" and data.get("member_id"):
+            pause_on_reply_job.enqueue(
+                event.organization_id, conversation_id, data["member_id"], str(data.get("id"))
+            )
+    for organization_id, conversation_ids in incoming.items():
+        answer_batch_job.enqueue(organization_id, list(conversation_ids))
+
+
+def conversations_with_ai(organization_id: uuid.UUID, conversation_ids: list[uuid.UUID]) -> list[uuid.UUID]:
+    """Which of these open conversations are assigned to an AI member (one query), in the order given."""
+    from blueprints.members.models import Member
+
+    ai_members = select(Member.id).where(Member.organization_id == organization_id, Member.ai.is_(True))
+    found = set(
+        db.session.scalars(
+            select(Conversation.id).where(
+                Conversation.organization_id == organization_id,
+                Conversation.id.in_(conversation_ids),
+                Conversation.archived_at.is_(None),
+                Conversation.member_id.in_(ai_members),
+            )
         )
+    )
+    return [conversation_id for conversation_id in conversation_ids if conversation_id in found]
+
+
+@job(retries=2, retry_delay=5)
+def answer_batch_job(organization_id: str, conversation_ids: list[str]) -> list[str]:
+    """Queue one answering job for each conversation of the batch an AI agent handles."""
+    wanted = conversations_with_ai(uuid.UUID(organization_id), [uuid.UUID(c) for c in conversation_ids])
+    for conversation_id in wanted:
+        answer_conversation_job.enqueue(organization_id, str(conversation_id))
+    return [str(conversation_id) for conversation_id in wanted]
 
 
 # Assignments made by routing (a new conversation, a waiting one picked up by a team member): the agent

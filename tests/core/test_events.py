@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from flask import Flask
 
 from core.db import db
 from core.environments import SANDBOX, environment_app
-from core.events import publish, subscribe
+from core.events import publish, subscribe, subscribe_batch
 from core.realtime import socketio
 from tests.conftest import Org
 
@@ -65,3 +66,36 @@ def test_in_process_subscribers_hear_committed_events(app: Flask, org: Org) -> N
         publish("probe.subscribed", org.id, {})
         db.session.commit()
     assert heard == ["live"]
+
+
+def test_a_batch_subscriber_hears_each_committed_unit_once_with_all_its_events(app: Flask, org: Org) -> None:
+    batches: list[list[int]] = []
+    subscribe_batch("probe.batched", lambda events: batches.append([e.data["n"] for e in events]))
+    with app.app_context():
+        for n in range(3):
+            publish("probe.batched", org.id, {"n": n})
+        publish("probe.other", org.id, {"n": 99})
+        db.session.commit()
+        # a rolled-back unit is never heard, and does not leak into the next one
+        publish("probe.batched", org.id, {"n": 10})
+        db.session.rollback()
+        publish("probe.batched", org.id, {"n": 20})
+        db.session.commit()
+    assert batches == [[0, 1, 2], [20]]
+
+
+def test_events_published_while_a_batch_is_delivered_make_their_own(app: Flask, org: Org) -> None:
+    heard: list[list[str]] = []
+
+    def follow(events: list[Any]) -> None:
+        heard.append([e.name for e in events])
+        if events[0].name == "probe.first":
+            publish("probe.second", org.id, {})
+            publish("probe.second", org.id, {})
+
+    subscribe_batch("probe.first", follow)
+    subscribe_batch("probe.second", follow)
+    with app.app_context():
+        publish("probe.first", org.id, {})
+        db.session.commit()
+    assert heard == [["probe.first"], ["probe.second"], ["probe.second"]]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from bench import api_auth, crm_pipeline, inbox_list, inbox_pages, ingest, single_get
+from bench import api_auth, crm_pipeline, growth, inbox_list, inbox_pages, ingest, single_get
 
 BENCHMARKS = {
     "api_auth": api_auth.main,
@@ -13,6 +13,7 @@ BENCHMARKS = {
     "crm_pipeline": crm_pipeline.main,
     "single_get": single_get.main,
     "ingest": ingest.main,
+    "growth": growth.main,
 }
 
 

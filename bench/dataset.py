@@ -22,9 +22,11 @@ def seed_conversations(
     conversations: int,
     messages: int,
     member_ids: tuple[str, ...] = tuple(f"mem_{n}" for n in range(10)),
+    start: int = 0,
 ) -> list[uuid.UUID]:
     """``conversations`` conversations of ``messages`` messages each (every third labelled ``vip``,
-    assigned round-robin to ``member_ids``); returns the conversation ids, oldest first."""
+    assigned round-robin to ``member_ids``); returns the conversation ids, oldest first. ``start`` numbers
+    them on from an earlier call (names, numbers and times), to grow one store in steps."""
     t0 = datetime(2026, 1, 1, tzinfo=UTC)
     ids: list[uuid.UUID] = []
     with app.app_context():
@@ -43,7 +45,7 @@ def seed_conversations(
                         db.session.execute(insert(model), batch)
                         batch.clear()
 
-        for n in range(conversations):
+        for n in range(start, start + conversations):
             contact_id, conversation_id = uuid.uuid4(), uuid.uuid4()
             ids.append(conversation_id)
             at = t0 + timedelta(minutes=n)

@@ -38,7 +38,10 @@ def make_org(app: Flask, name: str = "Bench") -> dict[str, Any]:
     return json.loads(result.output)
 
 
-def measure(label: str, fn: Callable[[], object], iterations: int = 2000, warmup: int = 50) -> None:
+def measure(
+    label: str, fn: Callable[[], object], iterations: int = 2000, warmup: int = 50
+) -> tuple[float, float]:
+    """Print and return (p50, p95) in milliseconds."""
     for _ in range(warmup):
         fn()
     samples = []
@@ -54,3 +57,4 @@ def measure(label: str, fn: Callable[[], object], iterations: int = 2000, warmup
         f"{label:<48} {iterations / elapsed:8.0f} req/s   p50 {statistics.median(samples):6.2f} ms"
         f"   p95 {p95:6.2f} ms   (n={iterations}, in-process WSGI, one thread)"
     )
+    return statistics.median(samples), p95

@@ -14,10 +14,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import ipaddress
 import json
 import smtplib
-import socket
 import ssl
 import time
 import uuid
@@ -26,7 +24,6 @@ from datetime import datetime, timedelta
 from email.message import EmailMessage
 from email.utils import formataddr, make_msgid
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 from flask import current_app
@@ -36,8 +33,8 @@ from blueprints.channels.models import OrganizationAddress
 from blueprints.messaging.models import Conversation
 from blueprints.messaging.sending import Content, send_message
 
-# One signing scheme for every webhook the product sends (Stripe's ``t=…,v1=…``): the telecom area's.
-from blueprints.telecom.services.webhooks import signature_header
+# One signing scheme, URL check and pinned POST for every webhook the product sends.
+from core import outbound
 from core.db import db
 from core.errors import ApiError
 
@@ -273,59 +270,14 @@ def signing_secret(organization_id: uuid.UUID | str) -> str:
     return "whsec_" + base64.urlsafe_b64encode(digest.digest()).decode().rstrip("=")
 
 
-class AddressRefused(Exception):
-    pass
-
-
 def _loopback_allowed() -> bool:
     return _flag("NOTIFICATIONS_ALLOW_HTTP_LOOPBACK")
 
 
-def _ip(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
-    try:
-        address = ipaddress.ip_address(host.split("%", 1)[0])
-    except ValueError:
-        return None
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        return address.ipv4_mapped
-    return address
-
-
-def check_target(url: str) -> None:
-    """Refuse what must never receive a POST from the server: plain http, and hosts that are or resolve
-    to private, loopback or link-local addresses (SSRF). ``NOTIFICATIONS_ALLOW_HTTP_LOOPBACK`` lets the
-    tests' receivers on 127.0.0.1 through. (The telecom area has the same check with connection pinning;
-    docs/notifications.md says why they should become one shared function.)"""
-    parts = urlsplit(url)
-    host = (parts.hostname or "").lower()
-    loopback_ok = _loopback_allowed()
-    if parts.scheme != "https" and not (parts.scheme == "http" and loopback_ok):
-        raise AddressRefused("only https webhooks are called")
-    literal = _ip(host)
-    if literal is not None:
-        addresses = [literal]
-    else:
-        try:
-            infos = socket.getaddrinfo(host, parts.port or 443, type=socket.SOCK_STREAM)
-        except OSError as error:
-            raise AddressRefused(f"{host} does not resolve ({error.strerror or error})") from None
-        addresses = [a for a in (_ip(str(info[4][0])) for info in infos) if a is not None]
-    if not addresses:
-        raise AddressRefused(f"{host} does not resolve")
-    for address in addresses:
-        if address.is_loopback and loopback_ok:
-            continue
-        if not address.is_global or address.is_multicast:
-            raise AddressRefused(f"{address} is not a public address")
-
-
 def post_webhook(organization_id: uuid.UUID, url: str, envelope: dict[str, Any], delivery_id: str) -> Outcome:
-    """One signed POST: ``AgentDesk-Signature: t=<unix>,v1=<hex HMAC-SHA256 of "t.body">``. A 2xx within
-    the timeout is success; anything else may succeed later (retried on the delivery's schedule)."""
-    try:
-        check_target(url)
-    except AddressRefused as refused:
-        return Outcome(False, f"address refused: {refused}"[:300])
+    """One signed POST: ``AgentDesk-Signature: t=<unix>,v1=<hex HMAC-SHA256 of "t.body">``, over a
+    connection pinned to the address checked (``core.outbound``). A 2xx within the timeout is success; a
+    refused address fails at once; anything else may succeed later (retried on the delivery's schedule)."""
     body = json.dumps(envelope, separators=(",", ":"), ensure_ascii=False, default=str).encode()
     timestamp = int(time.time())
     headers = {
@@ -333,17 +285,26 @@ def post_webhook(organization_id: uuid.UUID, url: str, envelope: dict[str, Any],
         "User-Agent": USER_AGENT,
         "AgentDesk-Delivery-Id": delivery_id,
         "AgentDesk-Notification-Id": envelope["id"],
-        SIGNATURE_HEADER: signature_header([signing_secret(organization_id)], timestamp, body),
+        SIGNATURE_HEADER: outbound.signature_header([signing_secret(organization_id)], timestamp, body),
     }
     timeout = float(_config("NOTIFICATIONS_WEBHOOK_TIMEOUT_SECONDS", 10))
     try:
-        with httpx.Client(timeout=httpx.Timeout(timeout), follow_redirects=False, trust_env=False) as client:
-            response = client.post(url, content=body, headers=headers)
+        answer = outbound.post(
+            url,
+            body,
+            headers,
+            allow_loopback=_loopback_allowed(),
+            timeout=timeout,
+            # enough bytes for RESPONSE_EXCERPT characters of UTF-8 (at most 4 bytes each)
+            excerpt_bytes=RESPONSE_EXCERPT * 4,
+        )
+    except outbound.AddressRefused as refused:
+        return Outcome(False, f"address refused: {refused}"[:300])
     except httpx.TimeoutException:
         return Outcome(False, f"timeout: no answer within {timeout:g} s", retry=True)
     except httpx.HTTPError as error:
         return Outcome(False, f"connection error: {type(error).__name__}: {error}"[:300], retry=True)
-    if 200 <= response.status_code < 300:
-        return Outcome(True, code=response.status_code)
-    excerpt = response.text[:RESPONSE_EXCERPT].replace("\x00", "\ufffd")
-    return Outcome(False, f"http {response.status_code}: {excerpt}", retry=True, code=response.status_code)
+    if answer.ok:
+        return Outcome(True, code=answer.status)
+    text = answer.excerpt.decode("utf-8", errors="replace")[:RESPONSE_EXCERPT].replace("\x00", "\ufffd")
+    return Outcome(False, f"http {answer.status}: {text}", retry=True, code=answer.status)

@@ -419,7 +419,7 @@ def test_private_address_refused_at_delivery(
             return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("10.0.0.7", 443))]
         return real(host, *args, **kwargs)
 
-    monkeypatch.setattr(webhooks.socket, "getaddrinfo", resolve)
+    monkeypatch.setattr(socket, "getaddrinfo", resolve)
     hook = partner.ok(
         partner.post(
             "/lifecycle-webhooks",

@@ -20,19 +20,14 @@ the sweep.
 from __future__ import annotations
 
 import base64
-import hashlib
-import hmac
-import ipaddress
 import json
 import logging
 import secrets
-import socket
 import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
@@ -45,6 +40,7 @@ from blueprints.telecom.models import new_id
 from blueprints.telecom.models_webhooks import TelecomEvent, WebhookDelivery, WebhookEndpoint
 from blueprints.telecom.services import events as event_store
 from blueprints.telecom.services.common import CursorPage, conflict, cursor_page, invalid
+from core import outbound
 from core.db import db, isoformat
 from core.jobs import job, periodic
 from core.tenancy import find_for_org, get_for_org
@@ -72,7 +68,6 @@ HISTORY_LIMIT = 20
 DEFAULT_TIMEOUT_SECONDS = 10.0
 USER_AGENT = "AgentDesk-Webhooks/1.0"
 SIGNATURE_HEADER = "Partner-Signature"
-LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
 
 
 # Secrets -----------------------------------------------------------------------------------------------
@@ -102,17 +97,6 @@ def new_secret() -> str:
     return "whsec_" + secrets.token_urlsafe(32)
 
 
-def sign(secret: str, timestamp: int, body: bytes) -> str:
-    """HMAC-SHA256 of ``"{timestamp}.{body}"`` keyed with the whole ``whsec_…`` string, as hex."""
-    message = str(timestamp).encode() + b"." + body
-    return hmac.new(secret.encode(), message, hashlib.sha256).hexdigest()
-
-
-def signature_header(signing_secrets: list[str], timestamp: int, body: bytes) -> str:
-    """``t=<unix>,v1=<hex>[,v1=<hex>]``: one ``v1`` per valid secret (two while a rolled one overlaps)."""
-    return ",".join([f"t={timestamp}", *(f"v1={sign(s, timestamp, body)}" for s in signing_secrets)])
-
-
 def signing_secrets(endpoint: WebhookEndpoint, now: datetime) -> list[str]:
     found = [_decrypt(endpoint.secret_ciphertext)]
     expires = endpoint.previous_secret_expires_at
@@ -121,11 +105,7 @@ def signing_secrets(endpoint: WebhookEndpoint, now: datetime) -> list[str]:
     return found
 
 
-# URLs and addresses (SSRF) -----------------------------------------------------------------------------
-
-
-class AddressRefused(Exception):
-    pass
+# URLs and addresses (SSRF): core.outbound, with this area's test switch ---------------------------------
 
 
 def loopback_allowed() -> bool:
@@ -133,87 +113,12 @@ def loopback_allowed() -> bool:
     return bool(current_app.config.get("TELECOM_WEBHOOKS_ALLOW_HTTP_LOOPBACK", False))
 
 
-def _loopback_host(host: str) -> bool:
-    return host in LOOPBACK_HOSTS or host.startswith("127.")
-
-
-def _ip(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
-    try:
-        address = ipaddress.ip_address(host.split("%", 1)[0])
-    except ValueError:
-        return None
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        return address.ipv4_mapped  # ::ffff:10.0.0.1 is 10.0.0.1
-    return address
-
-
-def _check_address(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> None:
-    if address.is_loopback and loopback_allowed():
-        return
-    if not address.is_global or address.is_multicast:
-        raise AddressRefused(f"{address} is not a public address")
-
-
 def check_url(url: str) -> str:
     """The endpoint URL, or 400 naming ``url``: https, a host, no credentials, not a private address."""
     try:
-        parts = urlsplit(url.strip())
-        port = parts.port
-    except ValueError:
-        raise invalid("url", "not a valid URL") from None
-    host = (parts.hostname or "").lower()
-    if not host:
-        raise invalid("url", "must be an absolute https URL")
-    if parts.scheme != "https" and not (
-        parts.scheme == "http" and _loopback_host(host) and loopback_allowed()
-    ):
-        raise invalid("url", "must use https")
-    if parts.username is not None or parts.password is not None:
-        raise invalid("url", "must not carry credentials; authenticate deliveries by their signature")
-    if parts.fragment:
-        raise invalid("url", "must not have a fragment")
-    if port == 0:
-        raise invalid("url", "has an invalid port")
-    if (host == "localhost" or host.endswith(".localhost")) and not loopback_allowed():
-        raise invalid("url", "must not point at this server or a private network")
-    address = _ip(host)
-    if address is not None:
-        try:
-            _check_address(address)
-        except AddressRefused:
-            raise invalid("url", "must not point at a private, loopback or link-local address") from None
-    return urlunsplit((parts.scheme, parts.netloc, parts.path or "/", parts.query, ""))
-
-
-def _pinned_target(url: str) -> tuple[str, dict[str, str], dict[str, Any]]:
-    """The URL to connect to, with the Host header and TLS server name to send. A host name is resolved
-    here, every address checked, and the connection made to the checked address, so DNS cannot point a
-    delivery at a private network between the check and the connection."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if parts.scheme == "http" and not (loopback_allowed() and _loopback_host(host)):
-        raise AddressRefused("plain http is only allowed to loopback receivers in tests")
-    literal = _ip(host)
-    if literal is not None:
-        _check_address(literal)
-        return url, {}, {}
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except OSError as exc:
-        raise AddressRefused(f"{host} does not resolve ({exc.strerror or exc})") from None
-    addresses = [a for a in (_ip(str(info[4][0])) for info in infos) if a is not None]
-    if not addresses:
-        raise AddressRefused(f"{host} does not resolve")
-    for address in addresses:
-        _check_address(address)
-    pinned = addresses[0]
-    netloc = f"[{pinned}]" if pinned.version == 6 else str(pinned)
-    if parts.port:
-        netloc += f":{parts.port}"
-    host_header = host if not parts.port else f"{host}:{parts.port}"
-    target = urlunsplit((parts.scheme, netloc, parts.path or "/", parts.query, ""))
-    return target, {"Host": host_header}, {"sni_hostname": host}
+        return outbound.check_url(url, allow_loopback=loopback_allowed())
+    except outbound.UrlRefused as refused:
+        raise invalid("url", str(refused)) from None
 
 
 # Endpoints ---------------------------------------------------------------------------------------------
@@ -464,7 +369,7 @@ def post(endpoint: WebhookEndpoint, event: TelecomEvent, now: datetime) -> Outco
     body = payload(event)
     timestamp = int(now.timestamp())
     try:
-        signature = signature_header(signing_secrets(endpoint, now), timestamp, body)
+        signature = outbound.signature_header(signing_secrets(endpoint, now), timestamp, body)
     except InvalidToken:  # the key changed without keeping the old one in TELECOM_WEBHOOK_SECRET_KEY
         return Outcome(None, None, "secret_unreadable: roll the endpoint's secret", elapsed())
     headers = {
@@ -473,31 +378,26 @@ def post(endpoint: WebhookEndpoint, event: TelecomEvent, now: datetime) -> Outco
         "Partner-Event-Id": event.id,
         SIGNATURE_HEADER: signature,
     }
-    try:
-        target, extra_headers, extensions = _pinned_target(endpoint.url)
-    except AddressRefused as refused:
-        return Outcome(None, None, f"address_refused: {refused}"[:300], elapsed())
     timeout = _timeout()
     try:
-        with (
-            httpx.Client(timeout=httpx.Timeout(timeout), follow_redirects=False, trust_env=False) as client,
-            client.stream(
-                "POST", target, content=body, headers={**headers, **extra_headers}, extensions=extensions
-            ) as response,
-        ):
-            excerpt = b""
-            for chunk in response.iter_bytes():
-                excerpt += chunk
-                if len(excerpt) >= BODY_EXCERPT_BYTES:
-                    break
-            # PostgreSQL text cannot hold NUL: the excerpt is for reading, so it is replaced.
-            text = excerpt[:BODY_EXCERPT_BYTES].decode("utf-8", errors="replace").replace("\x00", "\ufffd")
-            error = None if 200 <= response.status_code < 300 else f"http_{response.status_code}"
-            return Outcome(response.status_code, text, error, elapsed())
+        answer = outbound.post(
+            endpoint.url,
+            body,
+            headers,
+            allow_loopback=loopback_allowed(),
+            timeout=timeout,
+            excerpt_bytes=BODY_EXCERPT_BYTES,
+        )
+    except outbound.AddressRefused as refused:
+        return Outcome(None, None, f"address_refused: {refused}"[:300], elapsed())
     except httpx.TimeoutException:
         return Outcome(None, None, f"timeout: no answer within {timeout:g} s", elapsed())
     except httpx.HTTPError as exc:
         return Outcome(None, None, f"connection_error: {type(exc).__name__}: {exc}"[:300], elapsed())
+    # PostgreSQL text cannot hold NUL: the excerpt is for reading, so it is replaced.
+    text = answer.excerpt.decode("utf-8", errors="replace").replace("\x00", "\ufffd")
+    error = None if answer.ok else f"http_{answer.status}"
+    return Outcome(answer.status, text, error, elapsed())
 
 
 def _record(delivery: WebhookDelivery, outcome: Outcome, now: datetime, manual: bool) -> None:

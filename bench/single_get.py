@@ -5,9 +5,11 @@ serialisation) is timed beside ``GET /bench/bare`` (``{"ok": true}``, registered
 it crosses the same middleware, request id and unit-of-work boundary). The ratio of their rates is the
 issue's figure (performance issue, item 3): target >= 0.5.
 
-Two runs: in-process (the Flask test client, one thread) and, unless ``BENCH_SKIP_SERVED`` is set, through
-a real server (``flask serve``'s own server: Werkzeug, threaded) in a child process, driven over one
-keep-alive HTTP connection from this process. Also prints the SQL statements of one ticket GET.
+Three runs: in-process (the Flask test client, one thread) and, unless ``BENCH_SKIP_SERVED`` is set, through
+real servers in a child process: ``flask serve``'s own (Werkzeug, threaded), driven over one keep-alive
+HTTP connection from this process, and gunicorn as the production sketch runs it (one ``gthread`` worker,
+4 threads), driven by ``wrk`` (Debian package; 2 threads, 8 connections) when it is installed, else by the
+keep-alive connection. Also prints the SQL statements of one ticket GET.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -126,10 +130,93 @@ def serve(port: int) -> None:
     )
 
 
-def served() -> None:
+def serve_gunicorn(port: int) -> None:
+    """Child process: the prepared app under gunicorn (one gthread worker, 4 threads), as in production."""
+    from gunicorn.app.base import BaseApplication
+
+    from core.db import db
+
+    app, paths = _prepared()
+    with app.app_context():
+        db.engine.dispose()  # the worker is forked: it opens its own connections
+    print(json.dumps(paths), flush=True)
+
+    class Server(BaseApplication):  # type: ignore[misc]
+        def load_config(self) -> None:
+            settings = {
+                "bind": f"127.0.0.1:{port}",
+                "workers": 1,
+                "worker_class": "gthread",
+                "threads": 4,
+                "accesslog": None,
+                "loglevel": "warning",
+                "control_socket_disable": True,
+            }
+            for name, value in settings.items():
+                if name in self.cfg.settings:
+                    self.cfg.set(name, value)
+
+        def load(self) -> Flask:
+            return app
+
+    Server().run()
+
+
+def _wrk(port: int, path: str, headers: dict[str, str]) -> float:
+    command = ["wrk", "-t2", "-c8", f"-d{max(SECONDS, 3):.0f}s", "--latency"]
+    for name, value in headers.items():
+        command += ["-H", f"{name}: {value}"]
+    output = subprocess.run(
+        [*command, f"http://127.0.0.1:{port}{path}"], capture_output=True, text=True, check=True
+    ).stdout
+    if "Non-2xx" in output:
+        raise AssertionError(output)
+    return float(output.split("Requests/sec:")[1].split()[0])
+
+
+def served_gunicorn() -> None:
+    port = _free_port()
+    child = subprocess.Popen(
+        [sys.executable, "-m", "bench.single_get", "--gunicorn", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        paths = json.loads(child.stdout.readline())
+        _connect(port).close()
+        headers = {"X-API-Key": paths["key"]}
+        if shutil.which("wrk"):
+            ticket, bare = _wrk(port, paths["ticket"], headers), _wrk(port, paths["bare"], {})
+            _report("gunicorn+wrk", ticket, bare)
+        else:
+            connection = _connect(port)
+
+            def get(path: str, sent: dict[str, str]) -> None:
+                connection.request("GET", path, headers=sent)
+                response = connection.getresponse()
+                response.read()
+                assert response.status == 200, response.status
+
+            _report(
+                "gunicorn",
+                _rate(lambda: get(paths["ticket"], headers)),
+                _rate(lambda: get(paths["bare"], {})),
+            )
+    finally:
+        child.send_signal(signal.SIGINT)  # gunicorn's quick shutdown (TERM waits for the workers)
+        child.wait(timeout=10)
+
+
+def _free_port() -> int:
     with socket.socket() as probe:  # a loopback port nobody holds
         probe.bind(("127.0.0.1", 0))
-        port = int(probe.getsockname()[1])
+        return int(probe.getsockname()[1])
+
+
+def served() -> None:
+    port = _free_port()
     child = subprocess.Popen(
         [sys.executable, "-m", "bench.single_get", "--serve", str(port)],
         stdout=subprocess.PIPE,
@@ -176,10 +263,13 @@ def main() -> None:
     in_process()
     if not os.environ.get("BENCH_SKIP_SERVED"):
         served()
+        served_gunicorn()
 
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--serve"]:
         serve(int(sys.argv[2]))
+    elif sys.argv[1:2] == ["--gunicorn"]:
+        serve_gunicorn(int(sys.argv[2]))
     else:
         main()

@@ -47,6 +47,7 @@ from scripts.topology import PROJECT_ROOT, Topology, find_nginx
 SECRET = "bench-app-secret"
 TARGET_RATE = 1000.0
 TARGET_P95_MS = 100.0
+TARGET_RSS_MB = 200.0
 MESSAGES = int(os.environ.get("BENCH_MESSAGES", "6000"))
 SENDERS = int(os.environ.get("BENCH_SENDERS", "4"))
 THREADS = int(os.environ.get("BENCH_SENDER_THREADS", "4"))
@@ -263,6 +264,7 @@ def main() -> None:
             paced = run_phase(topology, listener, address, LATENCY_MESSAGES, LATENCY_RATE)
         finally:
             listener.client.disconnect()
+        resident = _resident_mb(topology)
         listed = requests.get(
             f"{topology.url}/v2/messages/organizations/{org_id}/messages",
             params={"take": 1},
@@ -288,11 +290,41 @@ def main() -> None:
     print(
         f"  accepted/s                   {paced['accepted_rate']:8.0f}   pushed/s {paced['pushed_rate']:7.0f}"
     )
+    heaviest = max(resident.values(), default=0.0)
+    print(
+        "resident memory after the load: "
+        + ", ".join(f"{name} {mb:.0f} MB" for name, mb in resident.items())
+        + f"   (target <= {TARGET_RSS_MB:.0f} MB a process: {_verdict(heaviest <= TARGET_RSS_MB)})"
+    )
     all_once = stored == sent and events == sent and not listener.duplicates
     print(
         f"nothing lost: stored {stored}/{sent}, events {events}/{sent}, duplicate events "
         f"{listener.duplicates}   (target: every message stored and pushed once: {_verdict(all_once)})"
     )
+
+
+def _resident_mb(topology: Topology) -> dict[str, float]:
+    """Resident memory of each app process (a gunicorn master's worker, where the requests run) and of the
+    job worker, read from /proc (Linux); nginx is not counted."""
+    found: dict[str, float] = {}
+    apps = 0
+    for process in topology.processes:
+        command = " ".join(str(part) for part in process.args)
+        if "gunicorn" in command:
+            apps += 1
+            name = f"app {apps}"
+        elif "jobs" in command:
+            name = "job worker"
+        else:
+            continue
+        children = Path(f"/proc/{process.pid}/task/{process.pid}/children")
+        pids = children.read_text().split() if children.exists() else []
+        for pid in pids or [str(process.pid)]:
+            status = Path(f"/proc/{pid}/status")
+            for line in status.read_text().splitlines() if status.exists() else []:
+                if line.startswith("VmRSS:"):
+                    found[name] = max(found.get(name, 0.0), int(line.split()[1]) / 1024)
+    return found
 
 
 if __name__ == "__main__":

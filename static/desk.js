@@ -346,6 +346,33 @@
     });
   });
 
+  // The open conversation's AI badge (answering / active / paused / handed off) follows the AI area's
+  // events; an assignment can start or end an agent's part too.
+  function refreshAiState(conversationId) {
+    const current = document.getElementById("ai-state");
+    if (!current || conversationId !== openId()) {
+      return;
+    }
+    fetchFragment(base() + "/c/" + conversationId + "/ai").then(function (html) {
+      const now = document.getElementById("ai-state");
+      const node = nodesOf(html)[0];
+      if (!node || !now || conversationId !== openId()) {
+        return;
+      }
+      now.replaceWith(node);
+      htmx.process(node);
+    });
+  }
+
+  ["desk:conversation.ai_paused", "desk:conversation.ai_resumed", "desk:conversation.ai_handed_off",
+    "desk:ai.run.started", "desk:ai.run.finished", "desk:conversation.assigned"].forEach(function (name) {
+    body.addEventListener(name, function (evt) {
+      if (inbox()) {
+        refreshAiState(conversationOf(evt.detail.data || {}));
+      }
+    });
+  });
+
   body.addEventListener("desk:conversation.note_added", function (evt) {
     if (inbox()) {
       showActivity(conversationOf(evt.detail.data || {}));

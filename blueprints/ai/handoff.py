@@ -4,13 +4,17 @@ Hand-off (``transfer_to_human``, the offline responder with nothing to say, a mo
 
 1. a transfer rule the model named whose ``target`` is a member: the conversation is assigned to that
    member;
-2. otherwise the address's routing: its team rule (the team's online person with the fewest active
-   conversations, AI members excluded; nobody: the team's
-   waiting queue), else the conversation's own team, else a routing rule to a human member; with none of
-   these the conversation is unassigned (the desk's "unassigned" queue). A rule whose target is a phone
-   number cannot take a chat: the number is written in the note and routing applies;
+2. otherwise the address's routing: its team rule (the inbox's team assignment, which picks people only:
+   the online person with the fewest active conversations; nobody: the team's waiting queue), else the
+   conversation's own team, else a routing rule to a human member; with none of these the conversation
+   is unassigned (the desk's "unassigned" queue). A rule whose target is a phone number cannot take a
+   chat: the number is written in the note and routing applies;
 3. an internal note carries the hand-off note (never sent to the contact); the trail records the
    assignment or unassignment; ``conversation.ai_handed_off`` is published.
+
+The customer's next messages do not bring the conversation back to an agent: the inbox asks the
+``inbox.routing_declined`` hook before its address rule gives a conversation to a member, and
+:func:`routing_declined` answers it (the conversation then waits in its team or unassigned for a person).
 
 Pausing (the agent stays quiet on one conversation while people talk):
 
@@ -32,7 +36,7 @@ from typing import Any
 from flask import current_app, has_app_context
 from sqlalchemy import select
 
-from blueprints.ai.models import AiConversationState
+from blueprints.ai.models import AiConversationState, AiRun
 from blueprints.messaging.models import Conversation
 from core.db import db, isoformat, utcnow
 from core.errors import ApiError
@@ -71,22 +75,6 @@ def _routing_target(conversation: Conversation, agent_id: str) -> tuple[str | No
     return conversation.team_id, None
 
 
-def _available_person(organization_id: uuid.UUID, team_id: str) -> str | None:
-    """The team's online *person* with the fewest active conversations (the inbox's rule, without AI
-    members: the inbox's team routing may pick an AI member, which is no hand-off)."""
-    from blueprints.inbox.services.conversations import active_counts
-    from blueprints.members.services.teams import find_team, members_of
-
-    team = find_team(organization_id, team_id)
-    if team is None:
-        return None
-    people = [m for m in members_of([team.id]).get(team.id, []) if not m.ai and m.status == "online"]
-    if not people:
-        return None
-    counts = active_counts(organization_id, [m.id for m in people])
-    return min(people, key=lambda m: (counts.get(m.id, 0), m.id)).id
-
-
 def hand_off(
     conversation: Conversation,
     agent_id: str,
@@ -118,9 +106,13 @@ def hand_off(
         assignment.unassign_member(conversation, actor=actor)
         if team_id:
             assignment.change_team(conversation, team_id, None, actor=actor)
-            member_id = _available_person(organization_id, team_id)
-            if member_id is not None:
-                assignment.assign_member(conversation, member_id, assigned_by="team")
+            # the inbox's team assignment picks people only; nobody online: the team's waiting queue,
+            # handed out by pick_up_waiting when one comes online
+            person = assignment.available_member(organization_id, team_id)
+            if person is not None and assignment.claim(
+                conversation, person.id, expected=None, assigned_by="team"
+            ):
+                member_id = person.id
         elif human:
             assignment.assign_member(conversation, human, assigned_by=actor)
             member_id = human
@@ -152,15 +144,37 @@ def _with_contact(conversation: Conversation) -> Conversation:
     return conversation_or_404(conversation.organization_id, conversation.id)
 
 
-def decline(conversation: Conversation, agent_id: str) -> None:
-    """Give back a conversation that routing returned to the agent after it handed it over: it waits for
-    people (its team's queue, or the unassigned one)."""
-    from blueprints.inbox.services import assignment
-    from blueprints.inbox.services.common import publish_updated
+HANDED_OFF = ("handed_off", "failed_handed_off")
 
-    conversation = _with_contact(conversation)
-    assignment.unassign_member(conversation, actor=f"ai:{agent_id}")
-    publish_updated(conversation, {"extra": ["member_id"]})
+
+def routing_declined(organization_id: uuid.UUID, conversation_id: uuid.UUID, member_id: str) -> bool:
+    """The inbox's ``inbox.routing_declined`` hook: True when the address's rule would give an AI member a
+    conversation that an AI agent handed over to people (its last run ended in a hand-off) and that has not
+    been archived and cleaned since (a cleaned conversation is routed from the start). A person's explicit
+    assignment to the agent is not routing: after it the agent answers, and its next run's outcome ends
+    the hand-off."""
+    from blueprints.inbox.services import notes
+    from blueprints.members.services.members import find_member
+
+    state = db.session.scalar(
+        select(AiConversationState).where(
+            AiConversationState.conversation_id == conversation_id,
+            AiConversationState.organization_id == organization_id,
+        )
+    )
+    if state is None or state.last_outcome not in HANDED_OFF:
+        return False
+    member = find_member(organization_id, member_id)
+    if member is None or not member.ai:
+        return False  # a rule to a person: people are who the conversation was handed to
+    run = db.session.get(AiRun, state.last_run_id) if state.last_run_id else None
+    handed_at = (run.finished_at or run.started_at) if run is not None else state.updated_at
+    cleaned = [
+        event.created_at
+        for event in notes.list_events(organization_id, conversation_id, ["archived"])
+        if (event.data or {}).get("cleaned")
+    ]
+    return not any(at > handed_at for at in cleaned)
 
 
 # ------------------------------------------------------------------------------------------------ pauses

@@ -509,19 +509,6 @@ def _run(
     return result
 
 
-HANDED_OFF = ("handed_off", "failed_handed_off")
-
-
-def _routed_back_after_hand_off(conversation: Conversation, state: AiConversationState | None) -> bool:
-    """Routing (the address's rule, a team) gave the agent a conversation it handed to people: the
-    inbox routes any unassigned conversation with a new message. A person's explicit assignment to the
-    agent is not this: the agent then answers again."""
-    if state is None or state.last_outcome not in HANDED_OFF:
-        return False
-    assignment = (conversation.extra or {}).get("assignment") or {}
-    return assignment.get("assigned_by") in ROUTED
-
-
 def answer_conversation(organization_id: uuid.UUID, conversation_id: uuid.UUID) -> str | None:
     """Answer the conversation's waiting messages if its AI agent should; returns the run's outcome,
     ``"deferred"`` (another run holds the lease and will run again) or None (nothing to do)."""
@@ -536,9 +523,6 @@ def answer_conversation(organization_id: uuid.UUID, conversation_id: uuid.UUID) 
     if setup is None:
         return None
     state = _state(conversation)
-    if _routed_back_after_hand_off(conversation, state):
-        handoff.decline(conversation, setup.agent_id)
-        return "declined"
     if not pending_messages(conversation, state, setup.agent_id):
         return None
     token = acquire_lease(conversation)
@@ -708,9 +692,10 @@ def answer_batch_job(organization_id: str, conversation_ids: list[str]) -> list[
     return [str(conversation_id) for conversation_id in wanted]
 
 
-# Assignments made by routing (a new conversation, a waiting one picked up by a team member): the agent
-# answers what the customer is waiting for. A person's explicit assignment is not a trigger: the agent
-# answers from the next incoming message on.
+# Assignments made by routing (an address rule naming the agent; team assignment picks people only, so
+# "team" is a person's and wakes no agent): the agent answers what the customer is waiting for. A person's
+# explicit assignment is not a trigger: the agent answers from the next incoming message on. Routing does
+# not give an agent back a conversation it handed over (handoff.routing_declined).
 ROUTED = ("routing", "team")
 
 

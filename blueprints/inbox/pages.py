@@ -352,6 +352,8 @@ class PanelView:
     # The conversation's latest summary: the one the CRM stored when it was linked to a deal, else the
     # extractive one computed now (blueprints/ai/summaries.py); None without messages.
     summary: Any = None
+    # the organization's AI agents: a conversation may be theirs, and an agent may hand one to them
+    ai_members: list[Any] = field(default_factory=list)
 
 
 def _crm_url(crm_contact_id: str | None) -> str | None:
@@ -388,6 +390,9 @@ def _panel(me: DeskUser, conversation: Conversation) -> PanelView:
         catalogue,
         applied,
         latest_summary(me.organization_id, conversation.id),
+        per_request(
+            ("ai-availabilities", me.organization_id), lambda: availabilities(me.organization_id, ai=True)
+        ),
     )
 
 
@@ -432,8 +437,16 @@ def _context(me: DeskUser, state: ListState, conversation: Conversation | None) 
             composer=_composer(me, conversation),
             panel=_panel(me, conversation),
             to_label=_address_label(me, conversation.organization_address),
+            ai_state=_ai_state(me, conversation),
         )
     return context
+
+
+def _ai_state(me: DeskUser, conversation: Conversation) -> Any:
+    """The header's AI badge: the AI area's read (``blueprints/ai/desk.py``), as the panel's summary."""
+    from blueprints.ai.desk import conversation_state
+
+    return conversation_state(me.organization_id, conversation)
 
 
 def _addresses(me: DeskUser) -> list[Any]:

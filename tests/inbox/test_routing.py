@@ -205,3 +205,84 @@ def test_concurrent_routing_assigns_exactly_once(
     ]
     assert trail[0]["data"]["member_id"] == winner
     assert all(r in (None, winner) for r in results)
+
+
+def test_team_assignment_picks_people_only(
+    client: FlaskClient, org: Org, make_conversation: MakeConversation, make_member, make_team
+) -> None:
+    # an AI member is always online and has no conversations: before this rule it won every team pick
+    bot = make_member(org, "Bot", ai=True)
+    person = make_member(org, "Ana", status="away")
+    team = make_team(org, "Support", [bot, person])
+    cid = make_conversation(org)
+    body = assign_team(client, org, cid, team).get_json()
+    assert body["assigned_member_id"] is None
+    assert body["conversation"]["extra"]["member_id"] is None
+    set_status(client, org, bot, "online")  # an AI member "coming online" takes nothing
+    assert (
+        client.get(msg(org, f"/conversations/{cid}"), headers=org.headers()).get_json()["extra"]["member_id"]
+        is None
+    )
+    set_status(client, org, person, "online")
+    assert (
+        client.get(msg(org, f"/conversations/{cid}"), headers=org.headers()).get_json()["extra"]["member_id"]
+        == person
+    )
+
+
+def test_a_declined_member_rule_sends_the_conversation_to_its_team_or_leaves_it_waiting(
+    client: FlaskClient, org: Org, wa, deliver, make_member, make_team
+) -> None:
+    from blueprints.inbox.services.assignment import routing_declined
+    from tests.fakes.meta_webhooks import wa_change, wa_delivery, wa_text
+
+    bot = make_member(org, "Bot", ai=True)
+    person = make_member(org, "Ana", status="offline")
+    team = make_team(org, "Support", [person])
+    client.put(
+        msg(org, f"/addresses/{wa.address}/routing"),
+        json={"target": "member", "member_id": bot},
+        headers=org.headers(),
+    )
+    asked: list[dict[str, object]] = []
+
+    def declined(**kwargs: object) -> bool:
+        asked.append(kwargs)
+        return kwargs["member_id"] == bot
+
+    with routing_declined.connected(declined):
+        deliver(wa_delivery(wa_change(wa.address, messages=[wa_text("5215512345678", "hola")])))
+        [conversation] = client.get(msg(org, "/conversations"), headers=org.headers()).get_json()["data"]
+        cid = conversation["id"]
+        assert conversation["extra"]["member_id"] is None  # no team: it waits in the unassigned queue
+        assert (
+            asked
+            and str(asked[-1]["conversation_id"]) == cid
+            and asked[-1]["organization_id"] == uuid.UUID(org.id)
+        )
+        client.patch(
+            msg(org, f"/conversations/{cid}"), json={"extra": {"team_id": team}}, headers=org.headers()
+        )
+        for text in ("¿hay alguien?", "hola??"):
+            deliver(wa_delivery(wa_change(wa.address, messages=[wa_text("5215512345678", text)])))
+        waiting = client.get(msg(org, f"/conversations/{cid}"), headers=org.headers()).get_json()["extra"]
+        assert waiting["member_id"] is None and waiting["team_id"] == team
+        trail = client.get(
+            msg(org, f"/conversations/{cid}/events?types=assignment,unassignment"), headers=org.headers()
+        ).get_json()
+        assert trail == []  # no churn: nobody was assigned and taken away again
+        set_status(client, org, person, "online")
+        assert (
+            client.get(msg(org, f"/conversations/{cid}"), headers=org.headers()).get_json()["extra"][
+                "member_id"
+            ]
+            == person
+        )
+    # without the hook's "no" the rule's member gets a new conversation as before
+    deliver(wa_delivery(wa_change(wa.address, messages=[wa_text("5215587654321", "hola")])))
+    fresh = [
+        c
+        for c in client.get(msg(org, "/conversations"), headers=org.headers()).get_json()["data"]
+        if c["id"] != cid
+    ]
+    assert fresh[0]["extra"]["member_id"] == bot

@@ -3,6 +3,10 @@
 Routing (the spec's "assignment flow") as designed here:
 - each organization address may have a routing rule: to a team (then an available member of it) or to a
   member (typically an AI agent);
+- team assignment (a team rule, ``assign-team``, a member coming online) picks people only: an AI member gets
+  conversations by a rule that names it or by hand, never as "the team's available member";
+- a member that declines a conversation through :data:`routing_declined` (an AI agent that handed it over to
+  people) is not given it by its rule: it goes to the conversation's team or waits unassigned for a person;
 - new and reactivated conversations (an incoming message on an unassigned, un-archived conversation) are
   routed by a background job after the message is committed;
 - an available member is ``online`` (so not busy, away or offline); among them the one with the fewest
@@ -32,6 +36,7 @@ from blueprints.messaging.models import Conversation
 from core.db import db, isoformat, utcnow
 from core.errors import ApiError
 from core.events import publish
+from core.hooks import hook
 from core.jobs import job
 
 AVAILABLE = "online"
@@ -123,14 +128,29 @@ def change_team(
     conversation_state.set_team(conversation, str(team.id), name)
 
 
+routing_declined = hook(
+    "inbox.routing_declined",
+    "fn(organization_id, conversation_id, member_id) -> bool: True keeps the address's rule from giving the "
+    "conversation to that member (an AI agent that handed it over to people)",
+)
+
+
+def _declined(conversation: Conversation, member_id: str) -> bool:
+    answers = routing_declined.answers(
+        organization_id=conversation.organization_id, conversation_id=conversation.id, member_id=member_id
+    )
+    return any(answers)
+
+
 def available_member(organization_id: uuid.UUID, team_id: str) -> Member | None:
-    """The team's online member with the fewest active conversations, ties to the longest idle."""
+    """The team's online *person* with the fewest active conversations, ties to the longest idle. AI members
+    are never picked (they are always online and would take every conversation a team should answer)."""
     from blueprints.inbox.services.conversations import active_counts
 
     team = find_team(organization_id, team_id)
     if team is None:
         return None
-    candidates = [m for m in members_of([team.id]).get(team.id, []) if m.status == AVAILABLE]
+    candidates = [m for m in members_of([team.id]).get(team.id, []) if m.status == AVAILABLE and not m.ai]
     if not candidates:
         return None
     ids = [m.id for m in candidates]
@@ -256,7 +276,11 @@ def route(organization_id: uuid.UUID, conversation_id: str) -> str | None:
             change_team(conversation, rule.team_id, None, actor="routing")
         member_id = _auto_assign_in_team(conversation, assigned_by="routing")
     elif rule is not None and rule.target == "member" and rule.member_id:
-        if claim(conversation, rule.member_id, expected=None, assigned_by="routing"):
+        if _declined(conversation, rule.member_id):
+            # handed over to people by that member: the team's queue (set by the hand-off), or unassigned
+            if conversation.team_id is not None:
+                member_id = _auto_assign_in_team(conversation, assigned_by="routing")
+        elif claim(conversation, rule.member_id, expected=None, assigned_by="routing"):
             member_id = rule.member_id
     elif conversation.team_id is not None:
         member_id = _auto_assign_in_team(conversation, assigned_by="routing")
@@ -266,8 +290,8 @@ def route(organization_id: uuid.UUID, conversation_id: str) -> str | None:
 def pick_up_waiting(organization_id: uuid.UUID, member_id: str) -> list[str]:
     """A member came online: hand the conversations waiting in their teams out, longest waiting first."""
     member = find_member(organization_id, member_id)
-    if member is None or member.status != AVAILABLE:
-        return []
+    if member is None or member.status != AVAILABLE or member.ai:
+        return []  # an AI member never takes a team's waiting conversations
     team_ids = [
         str(team_id)
         for team_id in db.session.scalars(

@@ -1,0 +1,164 @@
+"""The desk's pages of the AI agents: the agent's state on an open conversation (a badge in the inbox's
+header, with Pause / Resume for supervisors), the organization's agents and each agent's runs log
+(supervisors only: agents get 403 whatever the navigation shows).
+
+| URL | What |
+|---|---|
+| ``GET /inbox/c/<id>/ai`` | the header's badge (``ai/_state.html``), refetched on the AI events |
+| ``POST /inbox/c/<id>/ai/pause`` / ``resume`` | supervisors: ``handoff.pause`` / ``resume``, the badge |
+| ``GET /agents`` | the AI agents with their last run |
+| ``GET /agents/<agent_id>/runs?outcome=`` | the runs log, newest first (``HX-Target: runs-pane``: the list) |
+| ``GET /agents/<agent_id>/runs/more?outcome=&after=<run id>`` | the next rows (keyset) |
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, Response, abort, make_response, render_template, request
+from flask_babel import gettext as _
+
+from blueprints.ai import desk, handoff
+from blueprints.ai.models import OUTCOMES
+from blueprints.desk.security import DeskUser, protect_pages, require_role, signed_in
+from blueprints.messaging import services as messaging
+from blueprints.messaging.models import Conversation
+from core import uow
+from core.auth import actor as make_actor
+from core.errors import ApiError
+
+pages = Blueprint("ai_pages", __name__)
+protect_pages(pages)
+
+PAGE_SIZE = 25
+
+
+def _vary(response: Response) -> Response:
+    response.vary.add("HX-Request")
+    response.vary.add("HX-Target")
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+def _conversation(me: DeskUser, conversation_id: str) -> Conversation:
+    try:
+        return messaging.get_conversation(me.organization_id, conversation_id)
+    except ApiError:
+        abort(404)
+
+
+# ------------------------------------------------------------------------------- the header's badge
+
+
+def state_context(me: DeskUser, conversation: Conversation) -> dict[str, Any]:
+    """What ``ai/_state.html`` needs (the inbox's conversation fragment renders it too)."""
+    return {
+        "ai": desk.conversation_state(me.organization_id, conversation),
+        "conversation": conversation,
+        "me": me,
+    }
+
+
+def _badge(me: DeskUser, conversation: Conversation) -> Response:
+    return _vary(make_response(render_template("ai/_state.html", **state_context(me, conversation))))
+
+
+@pages.get("/inbox/c/<conversation_id>/ai")
+def conversation_state(conversation_id: str) -> Response:
+    me = signed_in()
+    return _badge(me, _conversation(me, conversation_id))
+
+
+def _change(conversation_id: str, verb: Any) -> Response:
+    me = signed_in()
+    conversation = _conversation(me, conversation_id)
+    current = desk.conversation_state(me.organization_id, conversation)
+    if current is None or not current.assigned:
+        return _problem(_("No AI agent is answering this conversation."))
+    verb(me.organization_id, str(conversation.id), by=make_actor("user", str(me.user_id)))
+    return _badge(me, conversation)
+
+
+@pages.post("/inbox/c/<conversation_id>/ai/pause")
+@require_role("supervisor")
+def pause(conversation_id: str) -> Response:
+    return _change(conversation_id, handoff.pause)
+
+
+@pages.post("/inbox/c/<conversation_id>/ai/resume")
+@require_role("supervisor")
+def resume(conversation_id: str) -> Response:
+    return _change(conversation_id, handoff.resume)
+
+
+# ------------------------------------------------------------------------------------ agents and runs
+
+
+@pages.get("/agents")
+@require_role("supervisor")
+def agents_page() -> Response:
+    me = signed_in()
+    rows = desk.agents_overview(me.organization_id)
+    return _vary(make_response(render_template("ai/agents.html", me=me, rows=rows)))
+
+
+def _agent(me: DeskUser, agent_id: str) -> Any:
+    agent = desk.find_agent(me.organization_id, agent_id)
+    if agent is None:
+        abort(404)
+    return agent
+
+
+def _outcome() -> str | None:
+    value = request.args.get("outcome") or None
+    return value if value in OUTCOMES else None
+
+
+@pages.get("/agents/<agent_id>/runs")
+@require_role("supervisor")
+def runs_page(agent_id: str) -> Response:
+    me = signed_in()
+    agent = _agent(me, agent_id)
+    outcome = _outcome()
+    page = desk.runs_page(me.organization_id, agent.id, outcome=outcome, after=None, limit=PAGE_SIZE)
+    context = {"me": me, "agent": agent, "outcome": outcome, "outcomes": OUTCOMES, "page": page}
+    fragment = (
+        request.headers.get("HX-Request") == "true"
+        and request.headers.get("HX-History-Restore-Request") != "true"
+    )
+    if fragment and request.headers.get("HX-Target") == "runs-pane":
+        return _vary(make_response(render_template("ai/_runs_pane.html", **context)))
+    return _vary(make_response(render_template("ai/runs.html", **context)))
+
+
+@pages.get("/agents/<agent_id>/runs/more")
+@require_role("supervisor")
+def more_runs(agent_id: str) -> Response:
+    me = signed_in()
+    agent = _agent(me, agent_id)
+    after = request.args.get("after") or None
+    if after is None:
+        abort(400)
+    outcome = _outcome()
+    page = desk.runs_page(me.organization_id, agent.id, outcome=outcome, after=after, limit=PAGE_SIZE)
+    return _vary(
+        make_response(render_template("ai/_run_rows.html", me=me, agent=agent, outcome=outcome, page=page))
+    )
+
+
+# ------------------------------------------------------------------------------------------------ errors
+
+
+def _problem(message: str, status: int = 422) -> Response:
+    """A refusal shown in the desk's alert area (as the inbox's pages do), keeping nothing of the request."""
+    uow.rollback()
+    response = make_response(render_template("inbox/_alert.html", message=message), status)
+    if request.headers.get("HX-Request") == "true":
+        response.headers["HX-Retarget"] = "#desk-alerts"
+        response.headers["HX-Reswap"] = "afterbegin"
+    return response
+
+
+@pages.errorhandler(ApiError)
+def _refused(error: ApiError) -> Response:
+    return _problem(error.message or _("That did not work."), 422 if error.status < 500 else error.status)

@@ -18,6 +18,7 @@ from blueprints.ai.models import OUTCOMES, AiConversationState, AiRun
 from blueprints.members.models import Member
 from blueprints.messaging.models import Contact, Conversation, Message
 from core.db import db, utcnow
+from core.tenancy import find_for_org
 
 # ------------------------------------------------------------------------------ state on a conversation
 
@@ -67,7 +68,7 @@ def _pause_reason(conversation: Conversation, state: AiConversationState | None,
 
 
 def _handoff_reason(state: AiConversationState) -> tuple[str, str | None]:
-    run = db.session.get(AiRun, state.last_run_id) if state.last_run_id else None
+    run = find_for_org(AiRun, state.last_run_id, state.organization_id) if state.last_run_id else None
     if state.last_outcome == "failed_handed_off":
         return "failed", (run.error if run is not None else state.last_reason)
     notes = [

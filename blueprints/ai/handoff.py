@@ -41,6 +41,7 @@ from blueprints.messaging.models import Conversation
 from core.db import db, isoformat, utcnow
 from core.errors import ApiError
 from core.events import publish
+from core.tenancy import find_for_org
 
 DEFAULT_PAUSE_MINUTES = 30
 
@@ -167,7 +168,7 @@ def routing_declined(organization_id: uuid.UUID, conversation_id: uuid.UUID, mem
     member = find_member(organization_id, member_id)
     if member is None or not member.ai:
         return False  # a rule to a person: people are who the conversation was handed to
-    run = db.session.get(AiRun, state.last_run_id) if state.last_run_id else None
+    run = find_for_org(AiRun, state.last_run_id, organization_id) if state.last_run_id else None
     handed_at = (run.finished_at or run.started_at) if run is not None else state.updated_at
     cleaned = [
         event.created_at

@@ -29,7 +29,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import openai
 from flask import current_app, has_app_context
 
 DEFAULT_TIMEOUT_SECONDS = 30.0
@@ -106,6 +105,10 @@ class ChatProvider:
     tool) and, when given, the tools (OpenAI's ``{"type": "function", "function": {...}}``)."""
 
     def __init__(self, config: ProviderSettings) -> None:
+        # Imported with the first configured model, not at start-up: the client library costs every app
+        # process about 40 MB of memory, and without a model it is never used.
+        import openai
+
         self.settings = config
         self.model = config.model
         # A self-hosted server needs no key, but the client refuses an empty one: any text will do.
@@ -134,6 +137,8 @@ class ChatProvider:
             request["tool_choice"] = "auto"
         if temperature is not None:
             request["temperature"] = temperature
+        import openai  # loaded by __init__ already; the name is needed for the errors below
+
         started = time.perf_counter()
         try:
             response = self._client.chat.completions.create(**request)

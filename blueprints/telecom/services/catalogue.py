@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from phonenumbers.geodata import GEOCODE_DATA
 from sqlalchemy import select
 
 from blueprints.telecom.mexico import state_code
@@ -159,6 +158,10 @@ def _plain(text: str) -> str:
 
 def load_area_codes() -> int:
     """Rebuild ``telecom_area_codes`` from libphonenumber's Mexican geocoder (``+52`` prefixes)."""
+    # Imported here, not at module level: the geocoder holds every country's prefixes (about 100 MB
+    # resident) and only this set-up step reads it; every app process would carry it otherwise.
+    from phonenumbers.geodata import GEOCODE_DATA
+
     found: dict[str, tuple[list[str], list[str]]] = {}
     for prefix, names in GEOCODE_DATA.items():
         if not prefix.startswith("52") or len(prefix) not in (4, 5):

@@ -20,8 +20,9 @@ from flask_babel import gettext as _
 
 from blueprints.ai import desk, handoff
 from blueprints.ai.models import OUTCOMES
+from blueprints.desk.fragments import conversation_for_page as _conversation
+from blueprints.desk.fragments import vary_fragment as _vary
 from blueprints.desk.security import DeskUser, protect_pages, require_role, signed_in
-from blueprints.messaging import services as messaging
 from blueprints.messaging.models import Conversation
 from core import uow
 from core.auth import actor as make_actor
@@ -31,20 +32,6 @@ pages = Blueprint("ai_pages", __name__)
 protect_pages(pages)
 
 PAGE_SIZE = 25
-
-
-def _vary(response: Response) -> Response:
-    response.vary.add("HX-Request")
-    response.vary.add("HX-Target")
-    response.headers["Cache-Control"] = "no-store"
-    return response
-
-
-def _conversation(me: DeskUser, conversation_id: str) -> Conversation:
-    try:
-        return messaging.get_conversation(me.organization_id, conversation_id)
-    except ApiError:
-        abort(404)
 
 
 # ------------------------------------------------------------------------------- the header's badge

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Annotated, Any
 
-from flask import Blueprint, Response, abort, make_response, render_template, request
+from flask import Blueprint, Response, make_response, render_template, request
 from flask_babel import format_currency, format_date, format_time
 from flask_babel import gettext as _
 from markupsafe import escape
@@ -31,9 +31,9 @@ from blueprints.crm.services import deals as deal_service
 from blueprints.crm.services import pipelines as pipeline_service
 from blueprints.crm.services import tickets as ticket_service
 from blueprints.crm.services.records import ConversationRecords, conversation_records, crm_contact
+from blueprints.desk.fragments import conversation_for_page as _conversation
 from blueprints.desk.security import DeskUser, protect_pages, signed_in
 from blueprints.members.services.members import members_by_ids
-from blueprints.messaging import services as messaging
 from blueprints.messaging.models import Conversation
 from core import uow
 from core.auth import actor as make_actor
@@ -173,14 +173,6 @@ class FormsView:
     currencies: tuple[str, ...]
     ticket: FormState
     deal: FormState
-
-
-def _conversation(me: DeskUser, conversation_id: str) -> Conversation:
-    """The organization's conversation or 404 (never another organization's, nor a malformed id)."""
-    try:
-        return messaging.get_conversation(me.organization_id, conversation_id)
-    except ApiError:
-        abort(404)
 
 
 def _records(me: DeskUser, conversation: Conversation) -> RecordsView:

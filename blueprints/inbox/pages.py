@@ -27,6 +27,8 @@ from werkzeug.routing import BuildError
 from blueprints.channels.providers import MediaRef
 from blueprints.channels.services import list_addresses
 from blueprints.desk import formats
+from blueprints.desk.fragments import conversation_for_page as _conversation
+from blueprints.desk.fragments import vary_fragment as _vary
 from blueprints.desk.memo import per_request
 from blueprints.desk.security import DeskUser, protect_pages, signed_in
 from blueprints.inbox.services import conversations as inbox
@@ -405,21 +407,6 @@ def _is_fragment_request() -> bool:
         request.headers.get("HX-Request") == "true"
         and request.headers.get("HX-History-Restore-Request") != "true"
     )
-
-
-def _vary(response: Response) -> Response:
-    response.vary.add("HX-Request")
-    response.vary.add("HX-Target")
-    response.headers["Cache-Control"] = "no-store"
-    return response
-
-
-def _conversation(me: DeskUser, conversation_id: str) -> Conversation:
-    """The organization's conversation or the page's 404 (never another organization's)."""
-    try:
-        return messaging.get_conversation(me.organization_id, conversation_id)
-    except ApiError:
-        abort(404)
 
 
 def _context(me: DeskUser, state: ListState, conversation: Conversation | None) -> dict[str, Any]:

@@ -191,3 +191,28 @@ def test_total_is_exact_up_to_its_cap_then_a_lower_bound_said_in_a_header(
     assert get("/messages", take=2) == (3, "gte")
     assert get("/messages", take=2, conversation_id=conversation) == (3, "gte")
     assert get("/messages", take=20) == (9, None)
+
+
+def test_a_filtered_total_stops_at_its_own_lower_cap(
+    client: FlaskClient, org: Org, make_conversation: MakeConversation, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A label or a search probes a second index per counted row, so its total stops earlier than the
+    plain list's (FILTERED_TOTAL_COUNT_CAP) and says so with ``X-Total-Relation: gte``."""
+    for _ in range(5):
+        conversation = make_conversation(org, messages=1)
+        labelled = client.patch(
+            msg(org, f"/conversations/{conversation}"),
+            json={"extra": {"labels": ["vip"]}},
+            headers=org.headers(),
+        )
+        assert labelled.status_code == 200, labelled.get_json()
+    monkeypatch.setattr(conversations_service, "FILTERED_TOTAL_COUNT_CAP", 3)
+
+    def get(**query: object) -> tuple[int, str | None]:
+        response = client.get(msg(org, "/conversations"), query_string=query, headers=org.headers())
+        assert response.status_code == 200, response.get_json()
+        return response.get_json()["total"], response.headers.get("X-Total-Relation")
+
+    assert get(take=2) == (5, None)  # the plain list keeps its own cap
+    assert get(take=2, labels="vip") == (3, "gte")
+    assert get(take=2, labels="vip", skip=4) == (5, None)

@@ -20,6 +20,7 @@ from typing import Any
 from sqlalchemy import Select, and_, exists, func, select, union_all
 from sqlalchemy.orm import selectinload
 
+from blueprints.audit import services as audit_log
 from blueprints.inbox.models import ConversationLabel
 from blueprints.inbox.services import assignment, labels
 from blueprints.inbox.services.common import as_uuid, conversation_or_404, publish_updated, record_event
@@ -31,6 +32,7 @@ from core.errors import ApiError
 from core.events import publish
 from core.hooks import hook
 from core.pagination import (
+    FILTERED_TOTAL_COUNT_CAP,
     TOTAL_COUNT_CAP,
     CursorPage,
     Keyset,
@@ -94,8 +96,9 @@ class ConversationFilter:
     # Keyset pagination instead of skip: None is offset mode; "" the first page, then each page's
     # next_cursor (core.pagination.keyset_paginate).
     cursor: str | None = None
-    # Count the total up to this many rows (None: TOTAL_COUNT_CAP). The desk asks 0, "is there a next
-    # page?" (it counts its tabs apart): the count stops one row past the page.
+    # Count the total up to this many rows (None: TOTAL_COUNT_CAP, or FILTERED_TOTAL_COUNT_CAP with a label
+    # or a search). The desk asks 0, "is there a next page?" (it counts its tabs apart): the count stops
+    # one row past the page.
     total_cap: int | None = None
 
 
@@ -259,7 +262,10 @@ def list_conversations(organization_id: uuid.UUID, query: ConversationFilter) ->
 
 
 def _total_cap(query: ConversationFilter) -> int:
-    return TOTAL_COUNT_CAP if query.total_cap is None else query.total_cap
+    if query.total_cap is not None:
+        return query.total_cap
+    searched = bool(query.search and query.search.strip())
+    return FILTERED_TOTAL_COUNT_CAP if searched or query.labels else TOTAL_COUNT_CAP
 
 
 def count_conversations(organization_id: uuid.UUID, query: ConversationFilter) -> int:
@@ -493,6 +499,7 @@ def delete_conversation(organization_id: uuid.UUID, conversation_id: str | uuid.
         )
     identifier = conversation.id
     conversation_state.delete(conversation)
+    audit_log.record("conversation.deleted", "conversation", identifier, organization_id=organization_id)
     publish("conversation.deleted", organization_id, {"conversation_id": str(identifier)})
     return identifier
 

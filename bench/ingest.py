@@ -35,6 +35,7 @@ import tempfile
 import threading
 import time
 import uuid
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -42,6 +43,7 @@ from urllib.parse import urlsplit
 import requests
 import socketio
 
+from bench import profile
 from scripts.topology import PROJECT_ROOT, Topology, find_nginx
 
 SECRET = "bench-app-secret"
@@ -260,7 +262,8 @@ def main() -> None:
         listener = Listener(topology.url, key)
         try:
             run_phase(topology, listener, address, 200, 0)  # warm-up: connections, caches, JIT of plans
-            burst = run_phase(topology, listener, address, MESSAGES, RATE)
+            with _profiled(topology):
+                burst = run_phase(topology, listener, address, MESSAGES, RATE)
             paced = run_phase(topology, listener, address, LATENCY_MESSAGES, LATENCY_RATE)
         finally:
             listener.client.disconnect()
@@ -303,10 +306,10 @@ def main() -> None:
     )
 
 
-def _resident_mb(topology: Topology) -> dict[str, float]:
-    """Resident memory of each app process (a gunicorn master's worker, where the requests run) and of the
-    job worker, read from /proc (Linux); nginx is not counted."""
-    found: dict[str, float] = {}
+def _server_pids(topology: Topology) -> dict[str, int]:
+    """The processes that do the work: each app process (a gunicorn master's worker, where the requests
+    run) and the job worker; nginx is not counted."""
+    found: dict[str, int] = {}
     apps = 0
     for process in topology.processes:
         command = " ".join(str(part) for part in process.args)
@@ -319,12 +322,27 @@ def _resident_mb(topology: Topology) -> dict[str, float]:
             continue
         children = Path(f"/proc/{process.pid}/task/{process.pid}/children")
         pids = children.read_text().split() if children.exists() else []
-        for pid in pids or [str(process.pid)]:
-            status = Path(f"/proc/{pid}/status")
-            for line in status.read_text().splitlines() if status.exists() else []:
-                if line.startswith("VmRSS:"):
-                    found[name] = max(found.get(name, 0.0), int(line.split()[1]) / 1024)
+        found[name] = int(pids[0]) if pids else process.pid
     return found
+
+
+def _resident_mb(topology: Topology) -> dict[str, float]:
+    """Resident memory of each server process, read from /proc (Linux)."""
+    found: dict[str, float] = {}
+    for name, pid in _server_pids(topology).items():
+        status = Path(f"/proc/{pid}/status")
+        for line in status.read_text().splitlines() if status.exists() else []:
+            if line.startswith("VmRSS:"):
+                found[name] = int(line.split()[1]) / 1024
+    return found
+
+
+def _profiled(topology: Topology) -> AbstractContextManager[object]:
+    """BENCH_PROFILE=<folder>: sample every server process during the burst (bench/profile.py)."""
+    out = profile.folder()
+    if out is None:
+        return nullcontext()
+    return profile.Sampler({n.replace(" ", "-"): p for n, p in _server_pids(topology).items()}, out)
 
 
 if __name__ == "__main__":

@@ -24,12 +24,15 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
 from typing import Any
 
 from flask import Flask, Response, jsonify
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
+from bench import profile
 from bench.harness import make_app, make_org
 
 TARGET = 0.5
@@ -188,7 +191,9 @@ def served_gunicorn() -> None:
         _connect(port).close()
         headers = {"X-API-Key": paths["key"]}
         if shutil.which("wrk"):
-            ticket, bare = _wrk(port, paths["ticket"], headers), _wrk(port, paths["bare"], {})
+            with _profiled(child.pid):
+                ticket = _wrk(port, paths["ticket"], headers)
+            bare = _wrk(port, paths["bare"], {})
             _report("gunicorn+wrk", ticket, bare)
         else:
             connection = _connect(port)
@@ -207,6 +212,16 @@ def served_gunicorn() -> None:
     finally:
         child.send_signal(signal.SIGINT)  # gunicorn's quick shutdown (TERM waits for the workers)
         child.wait(timeout=10)
+
+
+def _profiled(arbiter: int) -> AbstractContextManager[object]:
+    """BENCH_PROFILE=<folder>: sample the gunicorn worker while it serves the ticket (bench/profile.py)."""
+    out = profile.folder()
+    children = Path(f"/proc/{arbiter}/task/{arbiter}/children")
+    workers = children.read_text().split() if children.exists() else []
+    if out is None or not workers:
+        return nullcontext()
+    return profile.Sampler({"single-get-worker": int(workers[0])}, out)
 
 
 def _free_port() -> int:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import logging
 import select
 from types import ModuleType
 from typing import Any
@@ -19,8 +18,9 @@ from flask_migrate import Migrate
 from sqlalchemy import event
 from sqlalchemy.exc import DisconnectionError
 from werkzeug.middleware.dispatcher import DispatcherMiddleware
+from werkzeug.middleware.proxy_fix import ProxyFix
 
-from core import errors, jobs, realtime, uow
+from core import errors, jobs, ratelimit, realtime, uow
 from core.config import PROJECT_ROOT, load_settings
 from core.db import db
 from core.environments import LIVE, SANDBOX, link_environments
@@ -103,6 +103,10 @@ def _build(settings: dict[str, Any], environment: str) -> AgentDeskOpenAPI:
         event.listen(db.engine, "checkout", _discard_closed_connection)
     migrate.init_app(app, db, directory=str(PROJECT_ROOT / "migrations"), render_as_batch=True)
     errors.init_app(app)
+    importlib.import_module("core.health").init_app(app)  # /healthz, /readyz (docs/operations.md)
+    importlib.import_module("core.logs").init_app(app)  # access log lines (LOG_REQUESTS)
+    ratelimit.init_app(app)  # before the areas: the desk's limiter rewrites RATELIMIT_STORAGE_URI
+    importlib.import_module("core.browser_headers").init_app(app)  # CSP, frames, referrer, HSTS
     for area in discover_areas():
         importlib.import_module(f"blueprints.{area}").init_app(app)
         _optional_module(f"blueprints.{area}.demo")
@@ -116,14 +120,18 @@ def _build(settings: dict[str, Any], environment: str) -> AgentDeskOpenAPI:
 
 def create_app(config: dict[str, Any] | None = None) -> Flask:
     settings = load_settings(config)
-    if settings.get("LOG_LEVEL"):
-        logging.basicConfig(level=settings["LOG_LEVEL"])
+    importlib.import_module("core.logs").configure(settings)  # format, level, secrets masked
     live = _build(settings, LIVE)
     sandbox = _build(settings, SANDBOX)
     link_environments(live, sandbox)
     live.wsgi_app = DispatcherMiddleware(  # type: ignore[method-assign]
         live.wsgi_app, {settings["SANDBOX_PREFIX"]: sandbox.wsgi_app}
     )
+    if proxies := settings["TRUSTED_PROXIES"]:
+        # Behind nginx every request comes from nginx: the client's address (sign-in limits, rate limits,
+        # the audit log's source) and scheme are the ones the trusted proxies appended, never what a
+        # client wrote into X-Forwarded-For itself.
+        live.wsgi_app = ProxyFix(live.wsgi_app, x_for=proxies, x_proto=proxies)  # type: ignore[method-assign]
     realtime.init_app(live)
     jobs.init_app(live)
     cli_modules = [importlib.import_module("core.cli")]

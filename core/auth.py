@@ -30,6 +30,7 @@ from blueprints.organizations.services import (
 from core.db import db, utcnow
 from core.environments import current_environment
 from core.errors import ApiError
+from core.ratelimit import count_request
 from core.tokens import InvalidToken, decode_token
 
 log = logging.getLogger(__name__)
@@ -164,6 +165,7 @@ def protect(blueprint: Blueprint, *, allow_jwt: bool = False) -> None:
             return
         principal = _authenticate(allow_jwt)
         g.principal = principal
+        count_request(principal)  # 429 once the organization's bucket is spent (core.ratelimit)
         _check_path_organization(principal)
 
 

@@ -109,10 +109,33 @@ def load_settings(overrides: dict[str, Any] | None = None) -> dict[str, Any]:
         "INGEST_BATCH_SIZE": int(env.get("INGEST_BATCH_SIZE", "200")),
         # Pooled database connections are replaced after this age (instead of a pre-ping per request).
         "DATABASE_POOL_RECYCLE_SECONDS": int(env.get("DATABASE_POOL_RECYCLE_SECONDS", "1800")),
+        # Rate limits (core.ratelimit, docs/rate-limits.md): per organization and environment for the
+        # API, per source address for refused authentications and for webhook deliveries. Counted in
+        # RATELIMIT_STORAGE_URI: memory (per process) by default, REDIS_URL when set (all processes).
+        "RATE_LIMIT_ENABLED": env.get("RATE_LIMIT_ENABLED", "true").strip().lower()
+        not in ("0", "false", "no", "off"),
+        "RATE_LIMIT_API": env.get("RATE_LIMIT_API") or "100/second;3000/minute",
+        "RATE_LIMIT_API_SANDBOX": env.get("RATE_LIMIT_API_SANDBOX") or "25/second;1000/minute",
+        "RATE_LIMIT_UNAUTHENTICATED": env.get("RATE_LIMIT_UNAUTHENTICATED") or "30/minute",
+        "RATE_LIMIT_WEBHOOKS": env.get("RATE_LIMIT_WEBHOOKS") or "2000/second",
+        "TRUSTED_PROXIES": int(env.get("TRUSTED_PROXIES", "0")),
+        "RATELIMIT_STORAGE_URI": env.get("RATELIMIT_STORAGE_URI") or None,
+        # Logs (core.logs, docs/operations.md): "text" for a terminal, "json" (one object per line) for a
+        # log shipper; one access line per request, on by default with json (the development server
+        # prints its own in text mode).
+        "LOG_FORMAT": (env.get("LOG_FORMAT") or "text").strip().lower(),
+        "LOG_LEVEL": (env.get("LOG_LEVEL") or "WARNING").strip().upper(),
+        "LOG_REQUESTS": None
+        if env.get("LOG_REQUESTS") is None
+        else env["LOG_REQUESTS"].strip().lower() in ("1", "true", "yes", "on"),
     }
     settings.update(overrides)
+    if not settings["RATELIMIT_STORAGE_URI"]:  # after the overrides: a test's REDIS_URL=None wins
+        settings["RATELIMIT_STORAGE_URI"] = settings["REDIS_URL"] or "memory://"
     if not settings["SECRET_KEY"]:
         settings["SECRET_KEY"] = _persistent_secret(instance_path)
     settings["DATABASE_URL"] = normalize_database_url(settings["DATABASE_URL"])
     settings["SANDBOX_DATABASE_URL"] = normalize_database_url(settings["SANDBOX_DATABASE_URL"])
+    if settings["LOG_REQUESTS"] is None:
+        settings["LOG_REQUESTS"] = settings["LOG_FORMAT"] == "json"
     return settings

@@ -194,6 +194,14 @@ def _handle_unexpected(error: Exception) -> Response:
         return error_response(
             ApiError(503, DATABASE_UNAVAILABLE, code="database_unavailable", headers={"Retry-After": "1"})
         )
+    if _database_busy_or_unreachable(error):
+        # Nothing this request wrote was committed, and the next attempt may well succeed: a retryable
+        # 503 in the area's format, never a 500 (tests/reliability).
+        log.warning("database unavailable on %s %s: %s", request.method, request.path, error)
+        _rollback()
+        return error_response(
+            ApiError(503, DATABASE_BUSY, code="database_unavailable", headers={"Retry-After": "1"})
+        )
     log.exception("unhandled error on %s %s", request.method, request.path)
     _rollback()
     return error_response(ApiError(500))
@@ -206,6 +214,33 @@ def _lost_database_connection(error: BaseException) -> bool:
     from sqlalchemy.exc import DBAPIError
 
     return isinstance(error, DBAPIError) and bool(error.connection_invalidated)
+
+
+DATABASE_BUSY = "The database is unavailable; retry the request"
+_SQLITE_BUSY = ("database is locked", "database table is locked")
+
+
+def _database_busy_or_unreachable(error: BaseException) -> bool:
+    """Transient database conditions: no pooled connection free in time; PostgreSQL refusing or failing
+    the connection (``ALLOW_CONNECTIONS false``, too many clients, shutting down) or a retryable conflict
+    (psycopg's ``OperationalError`` family: serialization failure, deadlock, query canceled); SQLite's
+    write lock still held after ``busy_timeout``. Programming errors (a missing table, bad SQL) are other
+    classes, or other SQLite messages, and stay 500."""
+    from sqlalchemy.exc import OperationalError
+    from sqlalchemy.exc import TimeoutError as PoolTimeout
+
+    if isinstance(error, PoolTimeout):  # every pooled connection busy for pool_timeout seconds
+        return True
+    if not isinstance(error, OperationalError):
+        return False
+    original = error.orig
+    if type(original).__module__.startswith("sqlite3"):
+        return str(original).startswith(_SQLITE_BUSY)
+    try:
+        import psycopg
+    except ImportError:  # no PostgreSQL driver: the error came from another database
+        return False
+    return isinstance(original, psycopg.OperationalError)
 
 
 def _rollback() -> None:

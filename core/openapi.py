@@ -14,7 +14,7 @@ from flask_openapi3 import APIBlueprint, Info, OpenAPI, Tag
 from pydantic import BaseModel
 
 from core import uow
-from core.errors import ApiError, format_for_path
+from core.errors import ApiError, format_for_path, status_name
 from core.validation import unstorable_reason
 
 INFO = Info(
@@ -22,7 +22,10 @@ INFO = Info(
     version="1.0.0",
     description=(
         "Telecom partner, CRM, messaging, members/AI agents, voice and organization lookup areas. "
-        "Every call carries `X-API-Key`; the CRM area also accepts `Authorization: Bearer <JWT>`."
+        "Every call carries `X-API-Key`; the CRM area also accepts `Authorization: Bearer <JWT>`. "
+        "Requests are rate limited per organization and environment: every response carries "
+        "`RateLimit-Limit`, `RateLimit-Remaining`, `RateLimit-Reset` and `RateLimit-Policy`, and a 429 "
+        "also `Retry-After` (docs/rate-limits.md)."
     ),
 )
 
@@ -71,8 +74,31 @@ class RouteNotFound(BaseModel):
 def error_responses(model: type[BaseModel]) -> dict[str, Any]:
     """The error answers every operation of an area may give, all in the area's body (an operation's 404
     is its own "not found"; the route-not-found body belongs to paths no operation publishes), plus the
-    edge's 413 for an oversize body."""
-    return {"400": model, "401": model, "403": model, "404": model, "413": model}
+    edge's 413 for an oversize body and the rate limits' 429 (``core.ratelimit``)."""
+    return {"400": model, "401": model, "403": model, "404": model, "413": model, "429": rate_limited(model)}
+
+
+_RATE_LIMIT_HEADERS: dict[str, Any] = {
+    "Retry-After": {"description": "Seconds to wait before retrying", "schema": {"type": "integer"}},
+    "RateLimit-Limit": {"description": "Requests allowed in the window shown", "schema": {"type": "integer"}},
+    "RateLimit-Remaining": {"description": "Requests left in that window", "schema": {"type": "integer"}},
+    "RateLimit-Reset": {"description": "Seconds until that window ends", "schema": {"type": "integer"}},
+    "RateLimit-Policy": {
+        "description": "Every window of the bucket, as `<limit>;w=<seconds>`, comma-separated",
+        "schema": {"type": "string"},
+    },
+}
+
+
+def rate_limited(model: type[BaseModel]) -> dict[str, Any]:
+    """429 in the area's error body (the same schema component as its other errors), with the headers
+    (docs/rate-limits.md). A fresh dict per call: flask-openapi3 writes into it."""
+    return {
+        "description": "Rate limit exceeded: the organization's bucket for this environment, or too "
+        "many refused authentications from the caller's address",
+        "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{model.__name__}"}}},
+        "headers": dict(_RATE_LIMIT_HEADERS),
+    }
 
 
 TAG_ORGANIZATIONS = Tag(name="Organizations", description="Organization lookup")
@@ -101,6 +127,11 @@ class AgentDeskOpenAPI(OpenAPI):
         else:
             uow.commit()
         return result
+
+    def generate_spec_json(self) -> None:
+        super().generate_spec_json()
+        document_errors(self.spec_json)
+        link_operations(self.spec_json)
 
     def register_api(self, api: APIBlueprint, **options: Any) -> None:
         before = {path: item for path, item in self.paths.items() if path in api.paths}
@@ -151,3 +182,185 @@ def _refuse_unstorable_parameters() -> None:
         reason = reason or (unstorable_reason(name) and "is not a valid parameter name")
         if reason:
             raise ApiError(400, f"{name!r}: {reason}", code="parameter_invalid", param=name)
+
+
+# ------------------------------------------------------------------------------ central error documents
+# Every error status an operation can answer, added here by path prefix (the same table that picks the
+# body's format, ``core.errors.format_for_path``) so that no route can forget one; a route's own
+# declaration of a status is kept. tests/test_fuzz_api.py checks every answer against this document.
+
+_ERROR_MODELS: dict[str, type[BaseModel]] = {
+    "crm": CrmError,
+    "messaging": PlainError,
+    "telecom": TelecomError,
+}
+# What any operation may answer: validation (400), authentication (401), organization or product (403),
+# a missing object or a path that fits no route (404), the edge's body limit (413), the rate limits
+# (429), an unexpected failure (500, which the fuzzer still treats as a defect) and a lost or busy
+# database (503 with Retry-After, ``core.errors``).
+_EVERY_OPERATION = (400, 401, 403, 404, 413, 429, 500, 503)
+# Writes may conflict with the stored state (duplicates, state machines, versions).
+_WRITE_METHODS = {"post", "put", "patch", "delete"}
+_WRITES = (409,)
+# Telecom: insufficient prepaid balance (402), a carrier or supplier that is unavailable (424).
+_AREA_EXTRA: dict[str, tuple[int, ...]] = {"telecom": (402, 409, 424)}
+_RETRY_AFTER = {"description": "Seconds to wait before retrying", "schema": {"type": "integer"}}
+
+
+def _ref(model: type[BaseModel]) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{model.__name__}"}
+
+
+def _json(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"application/json": {"schema": schema}}
+
+
+def document_errors(document: dict[str, Any]) -> None:
+    """Add the area's error responses to every operation of the document (in place)."""
+    schemas = document.setdefault("components", {}).setdefault("schemas", {})
+    for model in (*_ERROR_MODELS.values(), RouteNotFound):
+        schemas.setdefault(model.__name__, model.model_json_schema())
+    for path, item in document.get("paths", {}).items():
+        error_format = format_for_path(path)
+        if error_format is None:
+            continue
+        model = _ERROR_MODELS[error_format.name]
+        for method, operation in item.items():
+            if method not in _METHODS:
+                continue
+            responses = operation.setdefault("responses", {})
+            statuses = [*_EVERY_OPERATION, *_AREA_EXTRA.get(error_format.name, ())]
+            statuses += list(_WRITES) if method in _WRITE_METHODS else []
+            for status in sorted(set(statuses)):
+                responses.setdefault(str(status), _error_response(status, model))
+            if "{" in path:
+                # A path value that fits no route (a negative number where the route takes an integer,
+                # an encoded "/") is a route that is not published: the spec's route-not-found body.
+                responses["404"]["content"] = _json({"anyOf": [_ref(model), _ref(RouteNotFound)]})
+
+
+def _error_response(status: int, model: type[BaseModel]) -> dict[str, Any]:
+    if status == 429:
+        return rate_limited(model)
+    response: dict[str, Any] = {"description": status_name(status), "content": _json(_ref(model))}
+    if status == 503:
+        response["headers"] = {"Retry-After": dict(_RETRY_AFTER)}
+    return response
+
+
+# -------------------------------------------------------------------------------------- OpenAPI links
+# flask-openapi3 emits no `links`; they are derived here from the paths so every area gets them: a
+# create (POST on a collection) links its new object's `id` to the operations under `<collection>/{x}`,
+# a list (GET on it) links its first row to the same operations, and a read or update of an object links
+# to the other operations on that object. Clients (Swagger UI) see how calls chain; schemathesis'
+# stateful phase walks these chains (create -> read -> update -> delete) in tests/test_fuzz_api.py.
+
+_ITEM_METHODS = ("get", "put", "patch", "delete")
+
+
+def link_operations(document: dict[str, Any]) -> None:
+    """Add `links` to the success responses of the document's operations (in place)."""
+    paths: dict[str, dict[str, Any]] = document.get("paths", {})
+    schemas = document.get("components", {}).get("schemas", {})
+    for path, item in paths.items():
+        for child, child_item in paths.items():
+            new_parameter = _child_parameter(path, child)
+            if new_parameter is None:
+                continue
+            targets = [(m, op) for m, op in child_item.items() if m in _METHODS and "operationId" in op]
+            for method, operation in item.items():
+                if method not in _METHODS:
+                    continue
+                if method == "post":  # a create links every operation under the new object
+                    _link(operation, targets, path, new_parameter, schemas, list_row=False)
+                elif method == "get":  # a list links its first row to the same operations
+                    _link(operation, targets, path, new_parameter, schemas, list_row=True)
+        item_parameters = _parameters(path)
+        if item_parameters:  # an object's read or update links the other operations on the same object
+            targets = [(m, op) for m, op in item.items() if m in _ITEM_METHODS and "operationId" in op]
+            for method, operation in item.items():
+                if method in ("get", "put", "patch"):
+                    _add_links(operation, targets, {p: f"$request.path.{p}" for p in item_parameters})
+
+
+def _parameters(path: str) -> list[str]:
+    return [segment[1:-1] for segment in path.split("/") if segment.startswith("{") and segment.endswith("}")]
+
+
+def _child_parameter(parent: str, child: str) -> str | None:
+    """The parameter that names an object of ``parent``'s collection in ``child`` (``parent/{x}``, or a
+    path under it that takes no other new parameter), else None."""
+    if not child.startswith(parent + "/{"):
+        return None
+    new = [p for p in _parameters(child) if p not in _parameters(parent)]
+    first = child[len(parent) + 2 :].split("/", 1)[0]
+    return first[:-1] if len(new) == 1 and first.endswith("}") and new[0] == first[:-1] else None
+
+
+def _link(
+    operation: dict[str, Any],
+    targets: list[tuple[str, dict[str, Any]]],
+    path: str,
+    new_parameter: str,
+    schemas: dict[str, Any],
+    *,
+    list_row: bool,
+) -> None:
+    for status, response in operation.get("responses", {}).items():
+        if not status.startswith("2"):
+            continue
+        pointer = _id_pointer(_body_schema(response, schemas), schemas, list_row=list_row)
+        if pointer is None:
+            continue
+        values = {p: f"$request.path.{p}" for p in _parameters(path)}
+        values[new_parameter] = f"$response.body#{pointer}"
+        _add_links(operation, targets, values, status=status)
+
+
+def _add_links(
+    operation: dict[str, Any],
+    targets: list[tuple[str, dict[str, Any]]],
+    values: dict[str, str],
+    status: str | None = None,
+) -> None:
+    responses = operation.get("responses", {})
+    for code in [status] if status else [c for c in responses if c.startswith("2")]:
+        links = responses[code].setdefault("links", {})
+        for _, target in targets:
+            if target is operation:
+                continue
+            wanted = set(_parameters_of(target))
+            if wanted and wanted <= set(values):
+                links.setdefault(
+                    target["operationId"],
+                    {"operationId": target["operationId"], "parameters": {p: values[p] for p in wanted}},
+                )
+        if not links:
+            del responses[code]["links"]
+
+
+def _parameters_of(operation: dict[str, Any]) -> list[str]:
+    return [p["name"] for p in operation.get("parameters", []) if p.get("in") == "path"]
+
+
+def _resolve(schema: dict[str, Any] | None, schemas: dict[str, Any]) -> dict[str, Any]:
+    while schema and "$ref" in schema:
+        schema = schemas.get(schema["$ref"].rsplit("/", 1)[-1])
+    return schema or {}
+
+
+def _body_schema(response: dict[str, Any], schemas: dict[str, Any]) -> dict[str, Any]:
+    return _resolve(response.get("content", {}).get("application/json", {}).get("schema"), schemas)
+
+
+def _id_pointer(schema: dict[str, Any], schemas: dict[str, Any], *, list_row: bool) -> str | None:
+    """Where the object's id is in a response body: ``/id``, ``/data/id``, or for a list ``/data/0/id``."""
+    properties = schema.get("properties", {})
+    if list_row:
+        rows = _resolve(properties.get("data"), schemas)
+        row = _resolve(rows.get("items"), schemas) if rows.get("type") == "array" else {}
+        return "/data/0/id" if "id" in row.get("properties", {}) else None
+    if "id" in properties:
+        return "/id"
+    data = _resolve(properties.get("data"), schemas)
+    return "/data/id" if "id" in data.get("properties", {}) else None

@@ -10,7 +10,10 @@ config = context.config
 
 # Interpret the config file for Python logging.
 # This line sets up loggers basically.
-fileConfig(config.config_file_name, disable_existing_loggers=False)
+# The app configured logging already (core.logs: format, level, secret masking): keep its handlers, and
+# read alembic.ini's logging only when migrations run without it.
+if not logging.getLogger().handlers:
+    fileConfig(config.config_file_name, disable_existing_loggers=False)
 logger = logging.getLogger("alembic.env")
 
 

@@ -190,6 +190,9 @@ class Topology:
         gunicorn = find_gunicorn(self.root)
         if gunicorn is None:
             raise RuntimeError("gunicorn is not installed (pip install -e . installs it)")
+        if self.use_nginx:
+            # nginx appends the client to X-Forwarded-For: the apps trust that one proxy (app.py ProxyFix).
+            self.environment = {**self.environment, "TRUSTED_PROXIES": "1"}
         try:
             app_ports = [free_port() for _ in range(self.apps)]
             for index, app_port in enumerate(app_ports):

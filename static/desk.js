@@ -3,6 +3,17 @@
 // event), so fragments refresh themselves with hx-trigger="desk:message.created from:body" and scripts
 // can listen. A reconnect (server restart, dropped network) fires "desk:reconnected" so the visible
 // fragments fetch what they missed. A background tab keeps its connection: presence does not flap.
+
+// Controls that act when changed (the language menu): no inline handlers anywhere, because the
+// Content-Security-Policy runs only scripts from our own files. This part runs on every page, the
+// sign-in page included, before the live part below decides whether there is a desk to connect.
+document.addEventListener("change", function (evt) {
+  const control = evt.target.closest ? evt.target.closest("[data-autosubmit]") : null;
+  if (control && control.form) {
+    control.form.requestSubmit();
+  }
+});
+
 (function () {
   "use strict";
 

@@ -49,6 +49,12 @@ def _config(stores: Stores, instance: Path) -> dict[str, Any]:
         # Keys stay cached for the whole test (in-process revocations still drop them at once through
         # core.keycache.invalidate): a statement count must not depend on a 1 s TTL expiring mid-test.
         "API_KEY_CACHE_LOCAL_SECONDS": 3600,
+        # Rate limits stay on (their headers and counting run in every test) but out of reach: apps are
+        # reused across tests, so counts add up over the run (tests/core/test_rate_limits.py sets its own).
+        "RATE_LIMIT_API": "1000000/second",
+        "RATE_LIMIT_API_SANDBOX": "1000000/second",
+        "RATE_LIMIT_UNAUTHENTICATED": "1000000/second",
+        "RATE_LIMIT_WEBHOOKS": "1000000/second",
     }
 
 

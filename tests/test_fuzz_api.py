@@ -1,6 +1,17 @@
-"""Property-based requests generated from /openapi.json (valid and invalid): whatever a client sends to
-any published route, the answer is never a 5xx. ``FUZZ_EXAMPLES`` raises the number of cases per route
-(``make fuzz`` runs 100); the default keeps the suite fast and deterministic.
+"""Property-based requests generated from /openapi.json (valid and invalid), authenticated with the
+organization's live key: every answer of every published operation must
+
+- never be a 5xx (``not_a_server_error``);
+- have a status the document lists for that operation, errors included (``status_code_conformance``);
+- have the documented content type, headers and body (``content_type_conformance``,
+  ``response_headers_conformance``, ``response_schema_conformance``): an error body in its area's format.
+
+A second, stateful phase walks the document's links (create -> read -> update -> delete, added in
+``core.openapi``), so reads and updates also meet objects that exist.
+
+``FUZZ_EXAMPLES`` sets the cases per operation (default 3, ``make fuzz`` runs 100) and
+``FUZZ_STATEFUL_EXAMPLES`` the stateful scenarios; generation is derandomized, so a run is repeatable.
+The end of the run prints how many operations, cases and stateful steps were covered.
 
 The app is built at collection time (schemathesis parametrizes from its document) on stores of its own,
 so the fuzzer's writes never meet the other tests' data: temporary SQLite files, or with
@@ -10,14 +21,25 @@ refuses what SQLite accepts, NUL characters for one, so CI fuzzes both).
 
 from __future__ import annotations
 
-import json
 import os
+import re
 import tempfile
+from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
+from schemathesis import GenerationMode
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
 from sqlalchemy.engine import make_url
 
 from app import create_app
@@ -26,7 +48,17 @@ from core.config import normalize_database_url
 from tests.conftest import TEST_SECRET
 from tests.support.stores import _postgres_stores, make_stores
 
-EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "4"))
+EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "3"))
+STATEFUL_EXAMPLES = int(os.environ.get("FUZZ_STATEFUL_EXAMPLES", str(max(EXAMPLES * 8, 24))))
+STATEFUL_STEPS = int(os.environ.get("FUZZ_STATEFUL_STEPS", "6"))
+
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+]
 
 _folder = Path(tempfile.mkdtemp(prefix="agentdesk-fuzz-"))
 if os.environ.get("TEST_DATABASE_URL"):
@@ -45,34 +77,138 @@ app = create_app(
         "SECRET_KEY": TEST_SECRET,
         "JOBS_MODE": "inline",
         "REDIS_URL": None,
+        # The fuzzer sends hundreds of requests a second with one key; the limits have their own tests
+        # (tests/core/test_rate_limits.py) and their 429 is documented on every operation.
+        "RATE_LIMIT_ENABLED": False,
     }
 )
 _runner = app.test_cli_runner()
 _runner.invoke(args=["setup"], catch_exceptions=False)
-_created = json.loads(
-    _runner.invoke(
-        args=["orgs", "create", "--name", "Fuzz", "--products", "SIM,ESIM,TRAVEL_ESIM", "--json"]
-    ).output
-)
-ORGANIZATION_ID = _created["organization_id"]
-HEADERS = {"X-API-Key": _created["api_keys"]["live"]}
+# The demo organization (every product enabled) with every area's demo data: pipelines, deals, tickets,
+# contacts, a simulator WhatsApp number and its conversations, so that reads, updates and the stateful
+# links (a list's first row -> its read/update/delete) reach stored objects, not only 404s.
+_seeded = _runner.invoke(args=["demo", "seed"], catch_exceptions=False).output
+ORGANIZATION_ID = re.search(r"Demo organization: .* \(([0-9a-f-]{36})\)", _seeded).group(1)  # type: ignore[union-attr]
+HEADERS = {"X-API-Key": re.search(r"live API key: (\S+)", _seeded).group(1)}  # type: ignore[union-attr]
 
-schema = schemathesis.openapi.from_wsgi("/openapi.json", app)
+schema = schemathesis.openapi.from_wsgi("/openapi.json", app).include(path_regex="^/v")
+# CI runs the explicit examples, the fuzzing phase (positive and negative data) and the stateful walk.
+# The coverage phase (boundary values of every parameter, ~50 cases per operation) is too slow for CI:
+# FUZZ_PHASES=examples,coverage,fuzzing,stateful adds it.
+schema.config.phases.update(phases=os.environ.get("FUZZ_PHASES", "examples,fuzzing,stateful").split(","))
+# The walk follows links from successful answers: valid data only, so creates and updates succeed and
+# the chains go deep (invalid data is the fuzzing phase's part).
+schema.config.phases.stateful.generation.update(modes=[GenerationMode.POSITIVE])
 
 
-@schema.include(path_regex="^/v").parametrize()
-@settings(max_examples=EXAMPLES, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck))
-def test_no_request_gets_a_server_error(case: Any) -> None:
+class Coverage:
+    """What the run reached, printed at the end of the session (visible in CI's output)."""
+
+    def __init__(self) -> None:
+        self.operations: set[str] = set()
+        self.cases = 0
+        self.statuses: Counter[int] = Counter()
+        self.stateful_scenarios = 0
+        self.stateful_steps = 0
+        self.stateful_operations: set[str] = set()
+        self.linked_steps = 0
+        self.linked_statuses: Counter[int] = Counter()
+
+    def record(self, case: Any, status: int) -> None:
+        self.operations.add(case.operation.label)
+        self.cases += 1
+        self.statuses[status] += 1
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if not self.cases and not self.stateful_steps:
+            return
+        total = len(list(schema.get_all_operations()))
+        statuses = ", ".join(f"{code}: {n}" for code, n in sorted(self.statuses.items()))
+        write = terminalreporter.write_line
+        terminalreporter.section("API fuzzing (schemathesis)")
+        write(f"operations: {len(self.operations)} of {total} published, {self.cases} cases ({statuses})")
+        write(
+            f"stateful: {self.stateful_scenarios} scenarios, {self.stateful_steps} steps "
+            f"over {len(self.stateful_operations)} operations; {self.linked_steps} followed a link "
+            f"({', '.join(f'{code}: {n}' for code, n in sorted(self.linked_statuses.items()))})"
+        )
+        write(f"checks: {', '.join(check.__name__ for check in CHECKS)}")
+
+
+COVERAGE = Coverage()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _report_coverage(request: pytest.FixtureRequest) -> Iterator[None]:
+    manager = request.config.pluginmanager
+    if not manager.is_registered(COVERAGE):
+        manager.register(COVERAGE, "agentdesk-fuzz-coverage")
+    yield
+
+
+def _prepare(case: Any) -> None:
+    """The organization's own id in the path (another one is a documented 403, tried by the isolation
+    matrix) and its live key."""
     realtime.activate(app)  # other tests' apps may have been the last to bind the shared servers
     jobs.init_app(app)
     if case.path_parameters and "organization_id" in case.path_parameters:
         case.path_parameters["organization_id"] = ORGANIZATION_ID
-    case.headers = {**(case.headers or {}), **HEADERS}
+    # A generated `Authorization` header is always validated as a JWT and refused (401) before the
+    # operation runs; the refusal is the isolation matrix's subject, the fuzzer's is the operation.
+    headers = {k: v for k, v in (case.headers or {}).items() if k.lower() != "authorization"}
+    case.headers = {**headers, **HEADERS}
+
+
+@schema.parametrize()
+@settings(
+    max_examples=EXAMPLES,
+    derandomize=True,
+    deadline=None,
+    database=None,
+    suppress_health_check=list(HealthCheck),
+)
+def test_every_response_conforms_to_the_document(case: Any) -> None:
+    _prepare(case)
     response = case.call()
-    assert response.status_code < 500, (
-        case.method,
-        case.formatted_path,
-        case.query,
-        case.body,
-        response.text[:300],
+    COVERAGE.record(case, response.status_code)
+    case.validate_response(response, checks=CHECKS)
+
+
+class _Walk(schema.as_state_machine()):  # type: ignore[misc]
+    """Stateful phase: schemathesis chains calls through the document's links (a created object's id
+    fed into its read, update and delete) and checks every response like the test above."""
+
+    def setup(self) -> None:
+        COVERAGE.stateful_scenarios += 1
+
+    def before_call(self, case: Any) -> None:
+        _prepare(case)
+
+    def step(self, input: Any) -> Any:
+        COVERAGE.stateful_steps += 1
+        COVERAGE.stateful_operations.add(input.case.operation.label)
+        output = super().step(input)
+        if input.transition is not None:
+            COVERAGE.linked_steps += 1
+            COVERAGE.linked_statuses[output.response.status_code] += 1
+            if os.environ.get("FUZZ_VERBOSE"):
+                print("LINK", input.case.operation.label, output.response.status_code)
+        elif os.environ.get("FUZZ_VERBOSE"):
+            print("ROOT", input.case.operation.label, output.response.status_code)
+        return output
+
+    def validate_response(self, response: Any, case: Any, **kwargs: Any) -> None:
+        case.validate_response(response, checks=CHECKS)
+
+
+def test_stateful_chains_conform_to_the_document() -> None:
+    _Walk.run(
+        settings=settings(
+            max_examples=STATEFUL_EXAMPLES,
+            stateful_step_count=STATEFUL_STEPS,
+            derandomize=True,
+            deadline=None,
+            database=None,
+            suppress_health_check=list(HealthCheck),
+        )
     )

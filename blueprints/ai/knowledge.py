@@ -27,6 +27,7 @@ from typing import Any
 from sqlalchemy import func, literal_column, or_, select, text
 
 from blueprints.ai.models import KNOWLEDGE_FTS, KnowledgeDocument
+from blueprints.audit import services as audit_log
 from core.db import db
 from core.errors import ApiError
 from core.pagination import Page, paginate
@@ -252,6 +253,9 @@ def update_document(
 def delete_document(organization_id: uuid.UUID, document_id: str) -> None:
     db.session.delete(get_document(organization_id, document_id))
     db.session.flush()
+    audit_log.record(
+        "knowledge_document.deleted", "knowledge_document", document_id, organization_id=organization_id
+    )
 
 
 def list_documents(

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import select
 
+from blueprints.audit import services as audit_log
 from blueprints.channels.crypto import encrypt_token
 from blueprints.channels.models import (
     ADDRESS_STATUSES,
@@ -84,6 +85,13 @@ def connect_address(organization_id: uuid.UUID, connection: Connection) -> Organ
     if existing is None:
         db.session.add(record)
     db.session.flush()
+    audit_log.record(
+        "channel.connected",
+        "organization_address",
+        f"{record.service}:{record.address}",
+        [name for name, value in vars(connection).items() if value],
+        organization_id=organization_id,
+    )
     publish("organization_address.connected", organization_id, AddressOut.dump(record))
     return record
 

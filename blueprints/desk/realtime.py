@@ -8,13 +8,12 @@ member's presence follows the connection (members area).
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 from flask import current_app, request
 
+from blueprints.desk.security import identity_of_session
 from blueprints.members import realtime as members_realtime
-from blueprints.members.services.desk import desk_identity
 from core import realtime
 from core.environments import ENVIRONMENTS, environment_app, in_environment
 
@@ -33,11 +32,10 @@ def _authenticate(*, auth: dict[str, Any]) -> list[str] | None:
     user_id = _session_user_id(environment)
     if user_id is None:
         return None
-    try:
-        with in_environment(current_app._get_current_object(), environment):  # type: ignore[attr-defined]
-            identity = desk_identity(uuid.UUID(user_id))
-    except ValueError:
-        return None
+    # The pages' own check (blueprints/desk/security.py): a session of a deactivated user, or one from
+    # before a password change, cannot (re)connect.
+    with in_environment(current_app._get_current_object(), environment):  # type: ignore[attr-defined]
+        identity = identity_of_session(user_id)
     if identity is None or identity.member_id is None:
         return None
     return members_realtime.hold_connection(environment, identity.organization_id, identity.member_id)

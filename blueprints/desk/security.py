@@ -2,7 +2,9 @@
 
 - Sessions: Flask-Login over the members area's users (Argon2id hashes, as ``users create`` stores them).
   Each environment has its own cookies (``/`` live, ``/sandbox`` sandbox), so signing in to one never
-  signs out of the other. Cookies are ``HttpOnly`` and ``SameSite=Lax``, ``Secure`` behind TLS.
+  signs out of the other. Cookies are ``HttpOnly`` and ``SameSite=Lax``, ``Secure`` behind TLS
+  (``DESK_SECURE_COOKIES``). Sessions carry the user's sign-in generation: deactivation and a password
+  change end them (:func:`identity_of_session`).
 - CSRF: every unsafe request of a page blueprint needs the session's token, from the form field
   ``csrf_token`` or the ``X-CSRFToken`` header that htmx sends (``templates/base.html``). The JSON API
   authenticates with keys, never with cookies, so it is not checked.
@@ -26,6 +28,7 @@ from flask_login import LoginManager, UserMixin, current_user
 from flask_wtf.csrf import CSRFProtect
 
 from blueprints.members.services.desk import DeskIdentity, desk_identity
+from core.browser_headers import secure_cookies_enabled
 
 csrf = CSRFProtect()
 
@@ -35,18 +38,35 @@ class DeskUser(DeskIdentity, UserMixin):
     """The signed-in person as the pages see them: the user, their human member and organization."""
 
     def get_id(self) -> str:
-        return str(self.user_id)
+        # Flask-Login keeps this in the session and signs it into the "remember me" cookie, so both
+        # carry the user's sign-in generation and stop working once it is bumped.
+        return f"{self.user_id}:{self.session_version}"
 
     @property
     def is_supervisor(self) -> bool:
         return self.role == "supervisor"
 
 
-def _load_user(user_id: str) -> DeskUser | None:
+def identity_of_session(session_user_id: str) -> DeskIdentity | None:
+    """The active user a session (or remember cookie) names, when its sign-in generation is still the
+    user's: deactivating a user or changing the password bumps it (members' ``end_sessions``), which
+    ends every page session, remember cookie and Socket.IO connection made before. Used by the page
+    loader and by the desk's Socket.IO connect handler (blueprints/desk/realtime.py)."""
+    raw_id, _, raw_version = session_user_id.partition(":")
     try:
-        identity = desk_identity(uuid.UUID(user_id))
+        user_id = uuid.UUID(raw_id)
+        # A session from before generations existed names only the user: generation 1, the first.
+        version = int(raw_version) if raw_version else 1
     except ValueError:
         return None
+    identity = desk_identity(user_id)
+    if identity is None or identity.session_version != version:
+        return None
+    return identity
+
+
+def _load_user(session_user_id: str) -> DeskUser | None:
+    identity = identity_of_session(session_user_id)
     return DeskUser(**asdict(identity)) if identity else None
 
 
@@ -70,9 +90,15 @@ def require_role(role: str) -> Callable[[Callable[..., Any]], Callable[..., Any]
     return decorator
 
 
+# The blueprints protect_pages guards: tests/browser/test_page_security.py fails when a page blueprint is
+# missing here, then checks CSRF on every unsafe route of each.
+PROTECTED_BLUEPRINTS: set[str] = set()
+
+
 def protect_pages(blueprint: Blueprint) -> None:
     """Every page of ``blueprint`` needs a signed-in user (sign-in page otherwise) and, for unsafe
     methods, the CSRF token."""
+    PROTECTED_BLUEPRINTS.add(blueprint.name)
 
     @blueprint.before_request
     def _require_user() -> Any:
@@ -96,7 +122,8 @@ def init_app(app: Flask) -> None:
     # Both environments' cookies cover the whole site (the one Socket.IO endpoint at /socket.io must see
     # them); their names keep the two sessions apart.
     path = "/"
-    secure = bool(app.config.get("DESK_SECURE_COOKIES"))
+    # DESK_SECURE_COOKIES (configuration or environment) says the desk is served over TLS.
+    secure = secure_cookies_enabled(app)
     app.config.update(
         SESSION_COOKIE_NAME=f"agentdesk_{environment}",
         SESSION_COOKIE_PATH=path,
@@ -111,7 +138,9 @@ def init_app(app: Flask) -> None:
         # Pages check CSRF in their own before_request; the key-authenticated JSON API is not cookie-based.
         WTF_CSRF_CHECK_DEFAULT=False,
         WTF_CSRF_TIME_LIMIT=None,  # the token lives as long as the session (a desk stays open all day)
-        RATELIMIT_STORAGE_URI=app.config.get("REDIS_URL") or "memory://",
+        RATELIMIT_STORAGE_URI=app.config.get("RATELIMIT_STORAGE_URI")
+        or app.config.get("REDIS_URL")
+        or "memory://",
         RATELIMIT_KEY_PREFIX=f"agentdesk-{environment}",
     )
     login = LoginManager(app)

@@ -1,4 +1,5 @@
-"""``users create``: a desk login user and its human member."""
+"""``users create``: a desk login user and its human member; ``users deactivate`` and
+``users set-password``, which also end the user's desk sessions."""
 
 from __future__ import annotations
 
@@ -6,12 +7,17 @@ import json
 import uuid
 
 import click
-from flask import current_app
+from flask import Flask, current_app
 from flask.cli import AppGroup
 
 from blueprints.members.models import ROLES
-from blueprints.members.services.users import create_user
-from core.environments import ENVIRONMENTS, LIVE, in_environment
+from blueprints.members.services.users import (
+    change_password,
+    create_user,
+    deactivate_user,
+    find_user_by_email,
+)
+from core.environments import ENVIRONMENTS, LIVE, environment_app, in_environment
 from core.errors import ApiError
 
 users_cli = AppGroup("users", help="Desk login users (each with its human member).")
@@ -63,6 +69,44 @@ def create_user_command(
         click.echo(
             f"User {result['email']} ({result['role']}) id {result['user_id']}, member {result['member_id']}"
         )
+
+
+def _user_in(environment: str, email: str) -> tuple[Flask, uuid.UUID, uuid.UUID]:
+    """The app, and the organization and id of the user with this e-mail in that environment."""
+    app = current_app._get_current_object()  # type: ignore[attr-defined]
+    with environment_app(app, environment).app_context():
+        user = find_user_by_email(email)
+        if user is None:
+            raise click.ClickException(f"no desk user with e-mail {email!r} in {environment}")
+        return app, user.organization_id, user.id
+
+
+@users_cli.command("deactivate")
+@click.option("--email", required=True)
+@click.option("--env", "environment", type=click.Choice(list(ENVIRONMENTS)), default=LIVE, show_default=True)
+def deactivate_user_command(email: str, environment: str) -> None:
+    """The user can no longer sign in; their open desk sessions and "remember me" cookies end."""
+    app, organization_id, user_id = _user_in(environment, email)
+    with in_environment(app, environment):
+        deactivate_user(organization_id, user_id)
+    click.echo(f"User {email} deactivated; their desk sessions have ended")
+
+
+@users_cli.command("set-password")
+@click.option("--email", required=True)
+@click.option(
+    "--password", prompt=True, hide_input=True, confirmation_prompt=True, help="At least 8 characters."
+)
+@click.option("--env", "environment", type=click.Choice(list(ENVIRONMENTS)), default=LIVE, show_default=True)
+def set_password_command(email: str, password: str, environment: str) -> None:
+    """A new password; every desk session signed in with the old one ends."""
+    app, organization_id, user_id = _user_in(environment, email)
+    with in_environment(app, environment):
+        try:
+            change_password(organization_id, user_id, password)
+        except ApiError as error:
+            raise click.ClickException(error.message or "invalid input") from None
+    click.echo(f"Password of {email} changed; their other desk sessions have ended")
 
 
 COMMANDS = (users_cli,)

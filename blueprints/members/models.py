@@ -36,6 +36,10 @@ class User(UUIDPrimaryKeyMixin, TimestampMixin, db.Model):
     role: Mapped[str] = mapped_column(String(16), default="agent")
     active: Mapped[bool] = mapped_column(default=True)
     last_login_at: Mapped[datetime | None]
+    # The generation of this user's sign-ins: stamped into the desk session and "remember me" cookie at
+    # sign-in and bumped when the user is deactivated or changes password, which ends every session and
+    # Socket.IO connection made before (blueprints/desk/security.py).
+    session_version: Mapped[int] = mapped_column(default=1, server_default="1")
 
 
 class Member(TimestampMixin, db.Model):

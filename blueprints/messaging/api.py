@@ -75,7 +75,9 @@ def service_window(path: WindowPath, query: WindowQuery) -> dict[str, Any]:
     return WindowOut(status=window.status, expires_at=isoformat(window.expires_at)).model_dump(mode="json")
 
 
-@api.post("/messages/send-template", responses={201: MessageOut, 409: PlainError, 429: PlainError})
+@api.post(
+    "/messages/send-template", responses={201: MessageOut, 409: PlainError, 429: PlainError, 502: PlainError}
+)
 @idempotent
 def send_template(path: OrgPath, body: SendTemplateIn) -> tuple[dict[str, Any], int]:
     """Send an approved WhatsApp template with named parameters.
@@ -98,7 +100,7 @@ def send_template(path: OrgPath, body: SendTemplateIn) -> tuple[dict[str, Any], 
     return MessageOut.dump(message), 201
 
 
-@api.post("/messages", responses={201: MessageOut, 409: PlainError, 429: PlainError})
+@api.post("/messages", responses={201: MessageOut, 409: PlainError, 429: PlainError, 502: PlainError})
 @idempotent
 def send_message(path: OrgPath, body: SendMessageIn) -> tuple[dict[str, Any], int]:
     """Send free text or media inside the 24-hour service window.

@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from sqlalchemy import case, func, or_, select
 from sqlalchemy.exc import IntegrityError
 
+from blueprints.audit import services as audit_log
 from blueprints.messaging.models import CannedResponse
 from core.db import db, utcnow
 from core.errors import ApiError
@@ -122,6 +123,9 @@ def update_canned_response(
 def delete_canned_response(organization_id: uuid.UUID, canned_response_id: str) -> None:
     db.session.delete(get_canned_response(organization_id, canned_response_id))
     db.session.flush()
+    audit_log.record(
+        "canned_response.deleted", "canned_response", canned_response_id, organization_id=organization_id
+    )
 
 
 def first_name(name: str | None) -> str | None:

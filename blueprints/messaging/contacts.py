@@ -9,6 +9,7 @@ from typing import Any, Final
 from sqlalchemy import exists, func, or_, select, update
 from sqlalchemy.orm import selectinload
 
+from blueprints.audit import services as audit_log
 from blueprints.messaging.models import (
     Contact,
     ContactAddress,
@@ -178,6 +179,7 @@ def delete_contact(organization_id: uuid.UUID, contact_id: str | uuid.UUID) -> N
     if db.session.scalar(select(Conversation.id).where(Conversation.contact_id == contact.id).limit(1)):
         raise ApiError(409, "Contact has conversations; delete or archive them first")
     db.session.delete(contact)
+    audit_log.record("contact.deleted", "contact", contact.id, organization_id=organization_id)
     publish("contact.deleted", organization_id, {"id": str(contact.id)})
 
 

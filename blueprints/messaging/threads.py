@@ -157,9 +157,14 @@ def resolve_threads(requests: Iterable[ThreadRequest]) -> dict[ThreadKey, Thread
             {identities[(organization_id, k.service, k.contact_address)].contact_id for k in keys}
         )
         for part in chunks(contact_ids):
+            # Locked and read afresh: callers move last_message_at / last_incoming_at forward from what
+            # they read, and two drainers' batches (SKIP LOCKED gives them different deliveries of one
+            # conversation) would otherwise each write their own maximum, the later commit winning.
             rows = db.session.scalars(
-                select(Conversation).where(
-                    Conversation.organization_id == organization_id, Conversation.contact_id.in_(part)
+                for_update(
+                    select(Conversation)
+                    .where(Conversation.organization_id == organization_id, Conversation.contact_id.in_(part))
+                    .order_by(Conversation.id)
                 )
             )
             for row in rows:

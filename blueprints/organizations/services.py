@@ -13,6 +13,7 @@ from typing import Any
 
 from sqlalchemy import event, or_, select, update
 
+from blueprints.audit import services as audit_log
 from blueprints.organizations.models import PRODUCTS, ApiKey, Organization
 from core import keycache
 from core.db import db, utcnow
@@ -118,6 +119,13 @@ def issue_api_key(
     )
     db.session.add(key)
     db.session.flush()
+    audit_log.record(
+        "api_key.created",
+        "api_key",
+        prefix,
+        ["environment", "expires_at", "name"],
+        organization_id=organization.id,
+    )
     # This process knows the new key at once (another process loads it on its first use: unknown keys
     # are never cached, so there is nothing to invalidate anywhere).
     snapshot = _snapshot(key, organization)
@@ -254,6 +262,13 @@ def revoke_api_keys(prefix: str) -> list[ApiKey]:
         if key.active:
             key.active = False
             key.revoked_at = now
+            audit_log.record(
+                "api_key.revoked",
+                "api_key",
+                key.prefix,
+                ["active", "revoked_at"],
+                organization_id=key.organization_id,
+            )
     db.session.flush()
     return keys
 

@@ -38,7 +38,7 @@ def test_a_signed_in_page_hears_its_organizations_events_only(
         pages.append(page)
     with in_environment(app, LIVE):
         publish("probe.ping", uuid.UUID(org.id), {"n": 1})
-    pages[0].wait_for_function("window.heard.length === 1")
+    pages[0].wait_for_function("() => window.heard.length === 1")
     assert pages[0].evaluate("window.heard") == [{"n": 1}]
     assert pages[1].evaluate("window.heard") == []
     # a page of B asking to follow a conversation id of A is refused (no such conversation for B)

@@ -12,6 +12,7 @@ from sqlalchemy import delete, exists, or_, select, union_all, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import selectinload
 
+from blueprints.audit import services as audit_log
 from blueprints.crm import hooks
 from blueprints.crm.models import (
     AccountContact,
@@ -139,6 +140,7 @@ def delete_contact(organization_id: uuid.UUID, contact_id: uuid.UUID) -> None:
     """Identities and links go with it; tickets and tasks keep existing without the contact."""
     contact = get_contact(organization_id, contact_id)
     db.session.delete(contact)
+    audit_log.record("crm_contact.deleted", "crm_contact", contact.id, organization_id=organization_id)
 
 
 def add_identity(organization_id: uuid.UUID, contact_id: uuid.UUID, kind: str, value: str) -> CrmContact:
@@ -323,6 +325,7 @@ def delete_account(organization_id: uuid.UUID, account_id: uuid.UUID) -> None:
     """Contacts stay (only the links go); deals, tickets and tasks keep existing without the account."""
     account = get_account(organization_id, account_id)
     db.session.delete(account)
+    audit_log.record("account.deleted", "account", account.id, organization_id=organization_id)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from sqlalchemy import and_, exists, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import joinedload, selectinload
 
+from blueprints.audit import services as audit_log
 from blueprints.crm import hooks
 from blueprints.crm.models import (
     CrmContact,
@@ -338,6 +339,7 @@ def change_stage(
 def delete_deal(organization_id: uuid.UUID, deal_id: uuid.UUID) -> None:
     deal = get_deal(organization_id, deal_id)
     deal.deleted_at = utcnow()
+    audit_log.record("deal.deleted", "deal", deal.id, organization_id=organization_id)
     publish("deal.updated", organization_id, _event_data(deal, "deleted"))
 
 

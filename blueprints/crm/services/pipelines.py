@@ -11,6 +11,7 @@ from sqlalchemy import BigInteger, cast, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import selectinload
 
+from blueprints.audit import services as audit_log
 from blueprints.crm.models import CrmSettings, Deal, DealStageVisit, ExchangeRate, Pipeline, Stage
 from blueprints.crm.money import CURRENCIES, Conversion, find_conversion, round_money
 from blueprints.crm.services.common import ensure_settings, insert_ignore, read_settings, savepoint
@@ -248,6 +249,7 @@ def delete_pipeline(organization_id: uuid.UUID, pipeline_id: uuid.UUID) -> None:
     was_default = pipeline.is_default
     db.session.execute(delete(Deal).where(Deal.pipeline_id == pipeline.id))
     db.session.delete(pipeline)
+    audit_log.record("pipeline.deleted", "pipeline", pipeline.id, organization_id=organization_id)
     db.session.flush()
     if was_default:
         successor = db.session.scalars(

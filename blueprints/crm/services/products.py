@@ -20,6 +20,7 @@ from typing import Any
 from sqlalchemy import and_, case, exists, or_, select
 from sqlalchemy.exc import IntegrityError
 
+from blueprints.audit import services as audit_log
 from blueprints.crm.models import DealLineItem, Product
 from blueprints.crm.money import price_str, round_price
 from blueprints.crm.services.common import savepoint
@@ -192,5 +193,6 @@ def delete_product(organization_id: uuid.UUID, product_id: uuid.UUID) -> bool:
         return True
     db.session.delete(product)
     db.session.flush()
+    audit_log.record("product.deleted", "product", product.id, organization_id=organization_id)
     _event(product, "deleted")
     return False

@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import selectinload
 
+from blueprints.audit import services as audit_log
 from blueprints.crm.models import CrmTask, Deal, Ticket
 from blueprints.crm.services.common import check_members, check_refs, local_range
 from core.db import db, utcnow
@@ -118,6 +119,7 @@ def complete_task(organization_id: uuid.UUID, task_id: uuid.UUID) -> CrmTask:
 def delete_task(organization_id: uuid.UUID, task_id: uuid.UUID) -> None:
     task = get_task(organization_id, task_id)
     task.deleted_at = utcnow()
+    audit_log.record("task.deleted", "task", task.id, organization_id=organization_id)
 
 
 # The list's search (migration crm_0004: a trigram index, core.textsearch).

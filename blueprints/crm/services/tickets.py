@@ -13,6 +13,7 @@ import nh3
 from sqlalchemy import func, select
 from sqlalchemy.orm import joinedload, selectinload
 
+from blueprints.audit import services as audit_log
 from blueprints.crm.models import CrmProject, Ticket, TicketConversation, TicketStateChange, TicketType
 from blueprints.crm.services.common import (
     check_conversations,
@@ -338,3 +339,5 @@ def delete_named(organization_id: uuid.UUID, kind: str, item_id: uuid.UUID) -> N
     """Tickets that pointed at it keep existing with the field cleared (ON DELETE SET NULL)."""
     item = get_named(organization_id, kind, item_id)
     db.session.delete(item)
+    target_type = kind.removesuffix("s").replace("-", "_")  # projects: project, ticket-types: ticket_type
+    audit_log.record(f"{target_type}.deleted", target_type, item.id, organization_id=organization_id)

@@ -10,6 +10,7 @@ from typing import Any
 
 from sqlalchemy import delete, func, select
 
+from blueprints.audit import services as audit_log
 from blueprints.inbox.models import ConversationLabel, Flow, Label
 from blueprints.inbox.services.common import conversation_or_404, record_event
 from blueprints.members.services.members import find_member
@@ -123,6 +124,7 @@ def delete_label(organization_id: uuid.UUID, label_id: str) -> int:
     )
     db.session.delete(label)
     db.session.flush()
+    audit_log.record("label.deleted", "label", label.id, organization_id=organization_id)
     return len(affected)
 
 
@@ -358,3 +360,4 @@ def update_flow(organization_id: uuid.UUID, flow_id: str, changes: Mapping[str, 
 def delete_flow(organization_id: uuid.UUID, flow_id: str) -> None:
     db.session.delete(get_flow(organization_id, flow_id))
     db.session.flush()
+    audit_log.record("flow.deleted", "flow", flow_id, organization_id=organization_id)

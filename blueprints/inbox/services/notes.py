@@ -6,6 +6,7 @@ import uuid
 
 from sqlalchemy import select
 
+from blueprints.audit import services as audit_log
 from blueprints.inbox.models import ConversationEvent, ConversationNote
 from blueprints.inbox.schemas import NoteOut
 from blueprints.inbox.services.common import conversation_or_404, record_event
@@ -79,6 +80,7 @@ def delete_note(organization_id: uuid.UUID, conversation_id: str | uuid.UUID, no
     if note is None or note.conversation_id != conversation.id:
         raise ApiError(404, "Note not found")
     db.session.delete(note)
+    audit_log.record("note.deleted", "note", note.id, organization_id=organization_id)
     record_event(conversation, "note_deleted", {"note_id": note_id})
     db.session.flush()
 

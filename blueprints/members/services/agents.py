@@ -13,6 +13,7 @@ from typing import Any
 
 from sqlalchemy import func, select
 
+from blueprints.audit import services as audit_log
 from blueprints.members.models import AgentConfig, AgentConfigVersion, Member, Team
 from blueprints.members.services import hooks, teams
 from blueprints.members.services.members import find_member, get_member, members_by_ids
@@ -20,6 +21,7 @@ from core.db import db
 from core.errors import ApiError, not_found
 from core.events import publish
 from core.pagination import Page, paginate
+from core.tenancy import find_for_org
 from core.text import LIKE_ESCAPE, contains_pattern
 
 CONFIG_FIELDS = (
@@ -176,6 +178,13 @@ def _record(
         "agent_config.updated",
         config.organization_id,
         {"config_id": str(config.id), "version": config.version, "action": action},
+    )
+    audit_log.record(
+        "agent_config.updated",
+        "agent",
+        find_for_org(Member, config.member_pk, config.organization_id).id,  # type: ignore[union-attr]
+        {name.split(".", 1)[0] for name in diff(before, after)},  # top-level names (section keys are free)
+        organization_id=config.organization_id,
     )
 
 

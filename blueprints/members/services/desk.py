@@ -23,6 +23,8 @@ class DeskIdentity:
     name: str
     email: str
     role: str
+    # The user's sign-in generation (users.session_version): a session made under another one has ended.
+    session_version: int = 1
 
 
 def desk_identity(user_id: uuid.UUID) -> DeskIdentity | None:
@@ -45,4 +47,5 @@ def desk_identity(user_id: uuid.UUID) -> DeskIdentity | None:
         name=user.name,
         email=user.email,
         role=user.role,
+        session_version=user.session_version,
     )

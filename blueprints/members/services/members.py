@@ -9,6 +9,7 @@ from typing import Any
 
 from sqlalchemy import select
 
+from blueprints.audit import services as audit_log
 from blueprints.members.models import Member, MemberStatusEvent
 from blueprints.members.services import hooks
 from core.db import db, utcnow
@@ -123,6 +124,7 @@ def create_member(organization_id: uuid.UUID, fields: dict[str, Any], *, changed
     db.session.flush()
     record_status_event(member, from_status=None, changed_by=changed_by, source="created")
     publish("member.created", organization_id, {"member_id": member.id, "ai": member.ai})
+    audit_log.record("member.created", "member", member.id, fields, organization_id=organization_id)
     db.session.flush()
     return member
 
@@ -140,6 +142,7 @@ def update_member(organization_id: uuid.UUID, member_id: str, fields: dict[str, 
     if "extra" in fields:
         member.extra = fields["extra"] or {}
     publish("member.updated", organization_id, {"member_id": member.id, "fields": sorted(fields)})
+    audit_log.record("member.updated", "member", member.id, fields, organization_id=organization_id)
     db.session.flush()  # the answer shows the new updated_at
     return member
 
@@ -151,5 +154,6 @@ def delete_member(organization_id: uuid.UUID, member_id: str) -> int:
     remaining = hooks.active_conversations(organization_id, [member.id])[member.id]
     db.session.delete(member)
     publish("member.deleted", organization_id, {"member_id": member_id, "active_conversations": remaining})
+    audit_log.record("member.deleted", "member", member.id, organization_id=organization_id)
     db.session.flush()
     return remaining

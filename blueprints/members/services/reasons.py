@@ -12,6 +12,7 @@ from typing import Any
 
 from sqlalchemy import exists, or_, select
 
+from blueprints.audit import services as audit_log
 from blueprints.members.models import Member, MemberStatusEvent, UnavailabilityReason
 from core.db import db
 from core.errors import ApiError
@@ -96,6 +97,13 @@ def delete_reason(organization_id: uuid.UUID, reason_id: uuid.UUID | str) -> tup
     else:
         db.session.delete(reason)
         deleted = True
+    audit_log.record(
+        "unavailable_reason.deleted",
+        "unavailable_reason",
+        reason_id,
+        [] if deleted else ["active"],  # a reason in use is deactivated instead
+        organization_id=organization_id,
+    )
     publish(
         "unavailable_reason.deleted",
         organization_id,

@@ -10,6 +10,7 @@ from typing import Any
 
 from sqlalchemy import delete, func, select
 
+from blueprints.audit import services as audit_log
 from blueprints.members.models import Member, Team, TeamMember
 from blueprints.members.services.members import get_member, members_by_ids
 from core.db import db
@@ -122,6 +123,7 @@ def create_team(organization_id: uuid.UUID, fields: dict[str, Any]) -> Team:
     db.session.flush()
     _add(team, members)
     publish("team.created", organization_id, {"team_id": str(team.id), "name": team.name})
+    audit_log.record("team.created", "team", team.id, fields, organization_id=organization_id)
     db.session.flush()
     return team
 
@@ -135,6 +137,7 @@ def update_team(organization_id: uuid.UUID, team_id: uuid.UUID | str, fields: di
     if "description" in fields:
         team.description = fields["description"]
     publish("team.updated", organization_id, {"team_id": str(team.id), "name": team.name})
+    audit_log.record("team.updated", "team", team.id, fields, organization_id=organization_id)
     db.session.flush()  # the answer shows the new updated_at
     return team
 
@@ -146,6 +149,7 @@ def delete_team(organization_id: uuid.UUID, team_id: uuid.UUID | str) -> uuid.UU
     db.session.execute(delete(TeamMember).where(TeamMember.team_id == team.id))
     db.session.delete(team)
     publish("team.deleted", organization_id, {"team_id": str(deleted_id)})
+    audit_log.record("team.deleted", "team", deleted_id, organization_id=organization_id)
     db.session.flush()
     return deleted_id
 

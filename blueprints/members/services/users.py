@@ -10,11 +10,13 @@ from argon2.exceptions import InvalidHashError, VerificationError
 from email_validator import EmailNotValidError, validate_email
 from sqlalchemy import select
 
+from blueprints.audit import services as audit_log
 from blueprints.members.models import ROLES, Member, User
 from blueprints.members.services.members import new_member_id, record_status_event
 from blueprints.organizations.models import Organization
 from core.db import db, utcnow
 from core.errors import ApiError
+from core.tenancy import get_for_org
 
 MIN_PASSWORD_LENGTH = 8
 _hasher = PasswordHasher()
@@ -82,6 +84,13 @@ def create_user(
     db.session.flush()
     record_status_event(member, from_status=None, changed_by="cli", source="created")
     db.session.flush()
+    audit_log.record(
+        "member.created",
+        "member",
+        member.id,
+        ["email", "name", "password", "role"],
+        organization_id=organization_id,
+    )
     return CreatedUser(user, member)
 
 
@@ -103,6 +112,38 @@ def authenticate(email: str, password: str) -> User | None:
     if _hasher.check_needs_rehash(user.password_hash):
         user.password_hash = _hasher.hash(password)
     user.last_login_at = utcnow()  # committed by the login page's unit of work
+    return user
+
+
+def _user_of(organization_id: uuid.UUID, user_id: uuid.UUID) -> User:
+    return get_for_org(User, user_id, organization_id, "User")
+
+
+def end_sessions(user: User) -> None:
+    """Every desk session, "remember me" cookie and Socket.IO (re)connection made before ends: they
+    carry the previous ``session_version`` (blueprints/desk/security.py)."""
+    user.session_version = (user.session_version or 1) + 1
+
+
+def deactivate_user(organization_id: uuid.UUID, user_id: uuid.UUID) -> User:
+    """The user can no longer sign in, and is signed out everywhere (in the caller's unit of work)."""
+    user = _user_of(organization_id, user_id)
+    user.active = False
+    end_sessions(user)
+    db.session.flush()
+    audit_log.record("user.deactivated", "user", user.id, ["active"], organization_id=organization_id)
+    return user
+
+
+def change_password(organization_id: uuid.UUID, user_id: uuid.UUID, password: str) -> User:
+    """A new password; every session signed in with the old one ends (in the caller's unit of work)."""
+    if len(password) < MIN_PASSWORD_LENGTH:
+        raise ApiError(400, f"password: at least {MIN_PASSWORD_LENGTH} characters")
+    user = _user_of(organization_id, user_id)
+    user.password_hash = _hasher.hash(password)
+    end_sessions(user)
+    db.session.flush()
+    audit_log.record("user.password_changed", "user", user.id, ["password"], organization_id=organization_id)
     return user
 
 

@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
+from blueprints.audit import services as audit_log
 from blueprints.telecom.mexico import STATES, state_code
 from blueprints.telecom.models import Address, Subscription, TelecomUser
 from blueprints.telecom.services.common import CursorPage, conflict, cursor_page, invalid, publish
@@ -167,6 +168,7 @@ def delete_user(organization_id: uuid.UUID, user_id: str) -> TelecomUser:
         )
     user.status = "deleted"
     db.session.flush()
+    audit_log.record("telecom_user.deleted", "telecom_user", user.id, organization_id=organization_id)
     publish("user.deleted", organization_id, {"id": user.id, "object": "user"})
     return user
 

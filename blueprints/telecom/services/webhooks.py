@@ -36,6 +36,7 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from flask import current_app
 from sqlalchemy import func, select, update
 
+from blueprints.audit import services as audit_log
 from blueprints.telecom.models import new_id
 from blueprints.telecom.models_webhooks import TelecomEvent, WebhookDelivery, WebhookEndpoint
 from blueprints.telecom.services import events as event_store
@@ -234,6 +235,12 @@ def delete_endpoint(organization_id: uuid.UUID, endpoint_id: str) -> str:
     )
     db.session.delete(endpoint)
     db.session.flush()
+    audit_log.record(
+        "telecom_webhook_endpoint.deleted",
+        "telecom_webhook_endpoint",
+        endpoint.id,
+        organization_id=organization_id,
+    )
     return endpoint.id
 
 

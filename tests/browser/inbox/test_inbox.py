@@ -79,8 +79,9 @@ def test_an_incoming_message_appears_live_and_its_conversation_moves_to_the_top(
     page.locator("#thread .msg-in .msg-text", has_text="Are you there? <b>now</b>").wait_for(
         timeout=LIVE_WITHIN_MS
     )
+    # Predicates are functions: Playwright evals a bare expression in the page, which the CSP refuses.
     page.wait_for_function(
-        f"document.querySelector('#rows .conv-row').dataset.conversation === '{oldest}'",
+        f"() => document.querySelector('#rows .conv-row').dataset.conversation === '{oldest}'",
         timeout=LIVE_WITHIN_MS,
     )
     assert time.monotonic() - started < LIVE_WITHIN_MS / 1000
@@ -91,7 +92,7 @@ def test_an_incoming_message_appears_live_and_its_conversation_moves_to_the_top(
     # a conversation nobody had open appears at the top of the list too
     incoming(deliver, "5215511110009", "Hola, soy nueva", name="Nueva Clienta")
     page.wait_for_function(
-        "document.querySelector('#rows .conv-row .conv-name').textContent.includes('Nueva Clienta')",
+        "() => document.querySelector('#rows .conv-row .conv-name').textContent.includes('Nueva Clienta')",
         timeout=LIVE_WITHIN_MS,
     )
     assert page.locator("#rows .conv-row").count() == 4
@@ -120,7 +121,7 @@ def test_a_reply_inside_the_window_shows_its_status_marks_advancing(
     sent = page.locator("#thread .msg-out", has_text="¡Saludos!")
     sent.wait_for(timeout=LIVE_WITHIN_MS)
     assert sent.locator(".msg-text").inner_text() == "Sí, a partir de $999\n¡Saludos!"
-    page.wait_for_function("document.getElementById('composer-text').value === ''")
+    page.wait_for_function("() => document.getElementById('composer-text').value === ''")
     sent.locator(".status-mark[data-status=accepted]").wait_for(timeout=LIVE_WITHIN_MS)
     assert meta.sends()[-1].body["text"]["body"] == "Sí, a partir de $999\n¡Saludos!"
 

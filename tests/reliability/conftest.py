@@ -7,11 +7,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.fakes.fixtures import app_config, connect, deliver, meta, meta_server, wa  # noqa: F401
-from tests.reliability.stack import Stack
+from tests.reliability.stack import FIGURES, Stack
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if FIGURES:
+        terminalreporter.section("crash tests")
+        for line in FIGURES:
+            terminalreporter.write_line(line)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -60,6 +60,14 @@ print(json.dumps(outputs))
 """
 
 
+# What each crash test covered, printed by conftest.pytest_terminal_summary (CI output included).
+FIGURES: list[str] = []
+
+
+def record_figure(line: str) -> None:
+    FIGURES.append(line)
+
+
 @dataclass
 class Process:
     """One child: its command line, kept so it can be started again after a kill."""

@@ -14,7 +14,7 @@ import requests
 
 from tests.fakes.fixtures import TOKEN
 from tests.fakes.meta_graph import WABA_ID, FakeMetaGraph
-from tests.reliability.stack import Server, Stack
+from tests.reliability.stack import Server, Stack, record_figure
 from tests.support.servers import wait_until
 
 RECIPIENTS = 120
@@ -110,8 +110,8 @@ def test_a_broadcast_killed_mid_send_resumes_and_sends_each_recipient_once(
         o=uuid.UUID(org_id),
     )
     assert messages == RECIPIENTS  # one stored message per recipient, none duplicated by the resume
-    print(
-        f"\ncrash test: broadcast {RECIPIENTS} recipients, killed after {sent_before_kill} sends, "
+    record_figure(
+        f"crash test: broadcast {RECIPIENTS} recipients, killed after {sent_before_kill} sends, "
         f"{states['sent']} sent once, {states['unknown']} unknown, "
         f"{sum(sends.values())} sends recorded by the fake Graph API"
     )

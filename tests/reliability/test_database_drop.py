@@ -25,7 +25,7 @@ from sqlalchemy.engine import make_url
 
 from tests.fakes.fixtures import Channel, Deliver
 from tests.fakes.meta_webhooks import wa_change, wa_delivery, wa_text, wamid
-from tests.reliability.stack import Server, Stack
+from tests.reliability.stack import Server, Stack, record_figure
 from tests.support.stores import Stores
 
 pytestmark = pytest.mark.postgres
@@ -172,8 +172,8 @@ def test_requests_answer_503_while_the_database_is_gone_and_the_service_recovers
     )
     assert all(count == 1 for count in stored.values())
     assert {title for title, status in written.items() if status == 201} == set(stored)
-    print(
-        f"\ncrash test: database dropped for {BLOCKED_SECONDS:.0f} s under {len(answers)} requests: "
+    record_figure(
+        f"crash test: database dropped for {BLOCKED_SECONDS:.0f} s under {len(answers)} requests: "
         f"{statuses[503]} answered 503 with Retry-After, {statuses[200] + statuses[201]} succeeded, "
         f"0 answered 500, {len(stored)} tickets stored once"
     )

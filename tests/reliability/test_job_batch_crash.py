@@ -22,7 +22,7 @@ import requests
 
 from tests.fakes.fixtures import APP_SECRET
 from tests.fakes.meta_webhooks import encode, sign, wa_change, wa_delivery, wa_text, wamid
-from tests.reliability.stack import Server, Stack
+from tests.reliability.stack import Server, Stack, record_figure
 from tests.support.servers import reachable_redis_url, wait_until
 
 pytestmark = pytest.mark.redis
@@ -123,7 +123,7 @@ def test_a_queue_worker_killed_mid_batch_leaves_each_message_stored_once(
     assert sorted(stored) == sorted([*ids, late])  # every message exactly once
     conversations = stack.scalar("SELECT count(*) FROM conversations WHERE organization_id = :o", o=org_id)
     assert conversations == 11
-    print(
-        f"\ncrash test: job queue {N} deliveries in batches of {BATCH}, worker killed with "
+    record_figure(
+        f"crash test: job queue {N} deliveries in batches of {BATCH}, worker killed with "
         f"{len(committed)} committed, {len(stored)} messages stored once"
     )

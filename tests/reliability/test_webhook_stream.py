@@ -17,7 +17,7 @@ import requests
 
 from tests.fakes.fixtures import APP_SECRET
 from tests.fakes.meta_webhooks import encode, sign, wa_change, wa_delivery, wa_text, wamid
-from tests.reliability.stack import Server, Stack
+from tests.reliability.stack import Server, Stack, record_figure
 from tests.support.servers import wait_until
 
 N = 300  # deliveries, one message each
@@ -168,7 +168,7 @@ def test_a_webhook_stream_survives_a_sigkill_and_meta_style_retries(make_stack: 
     conversations = stack.scalar("SELECT count(*) FROM conversations WHERE organization_id = :o", o=org_id)
     assert contacts == conversations == SENDERS
     assert _consistency_problems(stack, org_id) == []
-    print(
-        f"\ncrash test: webhook stream {N} deliveries, killed after {len(answered)} accepted, "
+    record_figure(
+        f"crash test: webhook stream {N} deliveries, killed after {len(answered)} accepted, "
         f"{len(again)} resent, {len(set(stored))} messages stored once"
     )

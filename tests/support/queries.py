@@ -50,11 +50,15 @@ class CommitCounter:
 
 @contextmanager
 def count_commits() -> Iterator[CommitCounter]:
-    """Count COMMITs sent to any database (both stores) inside the block."""
+    """Count COMMITs sent to any database (both stores) inside the block, by this thread: requests run
+    in the test's thread and jobs run inline there, while a thread an earlier test left behind (a timer,
+    a drain) may commit at any moment and must not be counted."""
     counter = CommitCounter()
+    owner = threading.get_ident()
 
     def _record(conn: Any) -> None:
-        counter.count += 1
+        if threading.get_ident() == owner:
+            counter.count += 1
 
     event.listen(Engine, "commit", _record)
     try:

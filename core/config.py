@@ -72,6 +72,7 @@ def load_settings(overrides: dict[str, Any] | None = None) -> dict[str, Any]:
         # Each process refreshes its members' connections this often; rows older than the stale limit
         # belonged to a process that died and are swept (members left without a connection go offline).
         "PRESENCE_HEARTBEAT_SECONDS": float(env.get("PRESENCE_HEARTBEAT_SECONDS", "20")),
+        "DESK_SESSION_CHECK_SECONDS": float(env.get("DESK_SESSION_CHECK_SECONDS", "5")),
         "PRESENCE_STALE_SECONDS": float(env.get("PRESENCE_STALE_SECONDS", "90")),
         # Largest request body read at all (413 in the area's error format beyond it); Meta's webhook
         # deliveries and every API body are far below 1 MiB.

@@ -38,7 +38,12 @@ def _authenticate(*, auth: dict[str, Any]) -> list[str] | None:
         identity = identity_of_session(user_id)
     if identity is None or identity.member_id is None:
         return None
-    return members_realtime.hold_connection(environment, identity.organization_id, identity.member_id)
+    return members_realtime.hold_connection(
+        environment,
+        identity.organization_id,
+        identity.member_id,
+        session=(identity.user_id, identity.session_version),
+    )
 
 
 def install() -> None:

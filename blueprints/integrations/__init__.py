@@ -73,10 +73,10 @@ def _known_crm_contacts(*, organization_id: uuid.UUID, contact_ids: list[str]) -
     return existing_contact_ids(organization_id, contact_ids)
 
 
-def _crm_contact_for_phone(*, organization_id: uuid.UUID, phone: str) -> str | None:
-    from blueprints.crm.services.links import contact_id_for_phone
+def _crm_contacts_for_phones(*, organization_id: uuid.UUID, phones: list[str]) -> dict[str, str]:
+    from blueprints.crm.services.links import contact_ids_for_phones
 
-    return contact_id_for_phone(organization_id, phone)
+    return contact_ids_for_phones(organization_id, phones)
 
 
 @job(retries=2, retry_delay=5)
@@ -111,7 +111,7 @@ def init_app(app: Flask) -> None:
     )
     from blueprints.inbox.services.conversations import conversation_references
     from blueprints.members.services.hooks import active_conversation_counts, connected_channels
-    from blueprints.messaging.threads import crm_contact_for_phone, known_crm_contacts
+    from blueprints.messaging.threads import crm_contacts_for_phones, known_crm_contacts
 
     conversation_transcript.connect(_transcript)
     known_members.connect(_known_members)
@@ -120,7 +120,7 @@ def init_app(app: Flask) -> None:
     conversation_references.connect(_crm_links)
     connected_channels.connect(_connected_channels)
     active_conversation_counts.connect(_active_counts)
-    crm_contact_for_phone.connect(_crm_contact_for_phone)
+    crm_contacts_for_phones.connect(_crm_contacts_for_phones)
     known_crm_contacts.connect(_known_crm_contacts)
     subscribe("crm.contact_identity_added", _on_identity)
     subscribe("crm.contact_identity_removed", _on_identity)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from typing import Any
 
 from flask import Flask, current_app, request
 
-from blueprints.members.services import heartbeat, presence
+from blueprints.members.services import heartbeat, presence, users
 from core import realtime
 from core.environments import ENVIRONMENTS, in_environment
 from core.events import room_for
@@ -31,6 +32,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_GRACE_SECONDS = 30.0
 DEFAULT_HEARTBEAT_SECONDS = 20.0
+DEFAULT_SESSION_CHECK_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -40,11 +42,13 @@ class HeldConnection:
     environment: str
     organization_id: uuid.UUID
     member_pk: uuid.UUID
+    # a desk socket: the signed-in user and the sign-in generation it was accepted under (None for a JWT)
+    session: tuple[uuid.UUID, int] | None = None
 
 
 _local_connections: dict[str, HeldConnection] = {}
 _lock = threading.Lock()
-_heartbeats: set[int] = set()
+_heartbeat_apps: dict[int, Flask] = {}  # the apps whose heartbeat runs in this process, by id
 _heartbeat_lock = threading.Lock()
 
 
@@ -61,9 +65,16 @@ def _app() -> Flask:
 # ---------------------------------------------------------------------------------- connect, disconnect
 
 
-def hold_connection(environment: str, organization_id: uuid.UUID, member_id: str) -> list[str] | None:
+def hold_connection(
+    environment: str,
+    organization_id: uuid.UUID,
+    member_id: str,
+    *,
+    session: tuple[uuid.UUID, int] | None = None,
+) -> list[str] | None:
     """Record the current socket as a connection of the member (durable before the socket is told it
-    joined) and return the rooms it joins; None when no such member exists."""
+    joined) and return the rooms it joins; None when no such member exists. A desk socket passes its
+    ``session`` (user id, sign-in generation): it is closed when that session ends."""
     sid = getattr(request, "sid", None)
     if not sid:
         return None
@@ -73,7 +84,7 @@ def hold_connection(environment: str, organization_id: uuid.UUID, member_id: str
         if member is None:
             return None
         presence.connect(member, sid)
-        held = HeldConnection(environment, organization_id, member.pk)
+        held = HeldConnection(environment, organization_id, member.pk, session)
     with _lock:
         _local_connections[sid] = held
     ensure_heartbeat(app)
@@ -135,17 +146,57 @@ def beat(app: Flask) -> int:
     return touched
 
 
-def ensure_heartbeat(app: Flask) -> None:
-    """Start this process's heartbeat thread once (on its first member connection)."""
+def close_ended_sessions(app: Flask) -> list[str]:
+    """Close this process's desk sockets whose sign-in ended (user deactivated, password changed; one
+    query per environment); returns their socket ids. The socket's own disconnect handler then forgets
+    it and starts the presence grace timer, as for a closed tab."""
+    by_environment: dict[str, dict[str, tuple[uuid.UUID, int]]] = defaultdict(dict)
+    for sid, held in local_connections().items():
+        if held.session is not None:
+            by_environment[held.environment][sid] = held.session
+    ended: list[str] = []
+    for environment, sessions in by_environment.items():
+        with in_environment(app, environment):
+            current = users.current_session_versions(sorted({user_id for user_id, _ in sessions.values()}))
+        ended += [sid for sid, (user_id, version) in sessions.items() if current.get(user_id) != version]
+    for sid in ended:
+        realtime.socketio.server.disconnect(sid, namespace="/", ignore_queue=True)
+    return ended
+
+
+def _sessions_ended(*, user_id: uuid.UUID) -> None:
+    """After the commit that ended a user's sessions: close their sockets held by this process now."""
     with _heartbeat_lock:
-        if id(app) in _heartbeats:
+        apps = list(_heartbeat_apps.values())
+    for app in apps:
+        try:
+            close_ended_sessions(app)
+        except Exception:  # the next session check closes them; the change itself is committed
+            log.exception("closing the sockets of ended sessions failed")
+
+
+def ensure_heartbeat(app: Flask) -> None:
+    """Start this process's heartbeat thread once (on its first member connection). It refreshes the
+    connections every ``PRESENCE_HEARTBEAT_SECONDS`` and, every ``DESK_SESSION_CHECK_SECONDS`` (5),
+    closes desk sockets whose session ended on another process."""
+    with _heartbeat_lock:
+        if id(app) in _heartbeat_apps:
             return
-        _heartbeats.add(id(app))
+        _heartbeat_apps[id(app)] = app
     interval = float(app.config.get("PRESENCE_HEARTBEAT_SECONDS", DEFAULT_HEARTBEAT_SECONDS))
+    check = float(app.config.get("DESK_SESSION_CHECK_SECONDS", DEFAULT_SESSION_CHECK_SECONDS))
 
     def loop() -> None:
         stop = threading.Event()
-        while not stop.wait(interval):
+        next_beat = time.monotonic() + interval
+        while not stop.wait(min(interval, check)):
+            try:
+                close_ended_sessions(app)
+            except Exception:  # keep checking: the next tick tries again
+                log.exception("desk session check failed")
+            if time.monotonic() < next_beat:
+                continue
+            next_beat = time.monotonic() + interval
             try:
                 beat(app)
             except Exception:  # keep beating: one failed refresh must not end presence for the process
@@ -158,3 +209,4 @@ def install() -> None:
     """Idempotent: both environments' apps call it; the Socket.IO server is shared."""
     realtime.connection_rooms.connect(_authenticate)
     realtime.disconnected.connect(_disconnected)
+    users.sessions_ended.connect(_sessions_ended)

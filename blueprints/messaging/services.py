@@ -56,7 +56,7 @@ from blueprints.messaging.sending import (  # re-exported: one import point for 
 from blueprints.messaging.template_list import TEMPLATE_LIST_FAILED, approved_templates, has_templates
 from blueprints.messaging.threads import (
     contact_address_for,
-    crm_contact_for_phone,
+    crm_contacts_for_phones,
     parse_uuid,
 )
 from core.db import db, utcnow
@@ -79,7 +79,7 @@ __all__ = [
     "conversation_transcript",
     "create_canned_response",
     "create_contact",
-    "crm_contact_for_phone",
+    "crm_contacts_for_phones",
     "delete_canned_response",
     "delete_contact",
     "existing_conversation_ids",

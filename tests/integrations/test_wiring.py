@@ -162,3 +162,32 @@ def test_a_messaging_contact_links_only_to_a_crm_contact_of_its_organization(
         headers=org.headers(),
     )
     assert moved.status_code == 404
+
+
+def _first_messages(client: FlaskClient, org: Org, wa: Channel, deliver, queries, senders: int) -> int:
+    """One delivery with a first message from each of ``senders`` new numbers, every third of them a CRM
+    contact's; how many SQL statements storing it took."""
+    numbers = [f"5255{uuid.uuid4().int % 10**8:08d}" for _ in range(senders)]
+    for number in numbers[::3]:
+        created = client.post(
+            crm(org, "/contacts"),
+            json={"name": f"Known {number[-4:]}", "identities": [{"kind": "phone", "value": f"+{number}"}]},
+            headers=org.headers(),
+        )
+        assert created.status_code == 201, created.get_json()
+    payload = wa_delivery(wa_change(wa.address, messages=[wa_text(number, "hola") for number in numbers]))
+    with queries() as counted:
+        assert deliver(payload).status_code == 200
+    contacts = client.get(msg(org, "/contacts?take=100"), headers=org.headers()).get_json()["data"]
+    linked = {c["addresses"][0]["address"] for c in contacts if c["crm_contact_id"]}
+    assert {f"+{n}" for n in numbers[::3]} <= linked  # each known number linked on arrival
+    assert not {f"+{n}" for n in numbers if n not in numbers[::3]} & linked
+    return counted.count
+
+
+def test_first_messages_from_many_numbers_link_their_crm_contacts_in_one_query(
+    client: FlaskClient, org: Org, wa: Channel, deliver, queries
+) -> None:
+    few = _first_messages(client, org, wa, deliver, queries, senders=3)
+    many = _first_messages(client, org, wa, deliver, queries, senders=12)
+    assert many == few  # not one CRM lookup per new contact

@@ -133,6 +133,41 @@ def test_socketio_refuses_a_session_from_before_a_password_change(
     assert socketio.test_client(app, auth={"desk": "live"}, flask_test_client=client).is_connected()
 
 
+def test_an_open_socket_closes_when_its_user_is_deactivated(
+    app: Flask, org: Org, make_signed_in: Callable[..., tuple[FlaskClient, uuid.UUID]]
+) -> None:
+    client, user_id = make_signed_in("ana@example.test")
+    colleague, _ = make_signed_in("bea@example.test")
+    open_socket = socketio.test_client(app, auth={"desk": "live"}, flask_test_client=client)
+    other_socket = socketio.test_client(app, auth={"desk": "live"}, flask_test_client=colleague)
+    assert open_socket.is_connected() and other_socket.is_connected()
+    with in_environment(app, LIVE):
+        deactivate_user(uuid.UUID(org.id), user_id)
+    assert not open_socket.is_connected()  # closed right after the commit, not when it next reconnects
+    assert other_socket.is_connected()
+    other_socket.disconnect()
+
+
+def test_a_socket_whose_session_ended_on_another_process_closes_at_the_session_check(
+    app: Flask, org: Org, make_signed_in: Callable[..., tuple[FlaskClient, uuid.UUID]]
+) -> None:
+    from blueprints.members.models import User
+    from blueprints.members.realtime import close_ended_sessions
+    from core.db import db
+
+    client, user_id = make_signed_in("ana@example.test")
+    open_socket = socketio.test_client(app, auth={"desk": "live"}, flask_test_client=client)
+    assert close_ended_sessions(app) == []  # a current session stays open
+    # Another process changed the password: this one hears nothing, its own check finds it.
+    with in_environment(app, LIVE):
+        user = db.session.get(User, user_id)
+        assert user is not None
+        user.session_version += 1
+    assert open_socket.is_connected()
+    assert len(close_ended_sessions(app)) == 1
+    assert not open_socket.is_connected()
+
+
 def test_a_session_from_before_generations_counts_as_the_first(
     app: Flask, org: Org, make_signed_in: Callable[..., tuple[FlaskClient, uuid.UUID]]
 ) -> None:

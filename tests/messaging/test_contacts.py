@@ -167,15 +167,15 @@ def test_a_contact_with_conversations_cannot_be_deleted(
 
 @pytest.fixture
 def crm_resolver() -> Any:
-    from blueprints.messaging.services import crm_contact_for_phone
+    from blueprints.messaging.services import crm_contacts_for_phones
 
     seen: list[tuple[str, str]] = []
 
-    def resolve(*, organization_id: uuid.UUID, phone: str) -> str | None:
-        seen.append((str(organization_id), phone))
-        return "crm-" + phone[-4:] if phone == "+525512345678" else None
+    def resolve(*, organization_id: uuid.UUID, phones: list[str]) -> dict[str, str]:
+        seen.extend((str(organization_id), phone) for phone in phones)
+        return {phone: "crm-" + phone[-4:] for phone in phones if phone == "+525512345678"}
 
-    with crm_contact_for_phone.only(resolve):
+    with crm_contacts_for_phones.only(resolve):
         yield seen
 
 

@@ -54,14 +54,22 @@ def conversation_link_phrases(organization_id: uuid.UUID, conversation_id: str) 
 
 def contact_id_for_phone(organization_id: uuid.UUID, e164: str) -> str | None:
     """The CRM contact that has this phone identity (E.164), as text; None when no contact has it."""
-    contact_id = db.session.scalar(
-        select(ContactIdentity.contact_id).where(
+    return contact_ids_for_phones(organization_id, [e164]).get(e164)
+
+
+def contact_ids_for_phones(organization_id: uuid.UUID, phones: list[str]) -> dict[str, str]:
+    """The CRM contact that has each phone identity (E.164), as text, in one query; phones no contact
+    has are left out. The caller bounds the list."""
+    if not phones:
+        return {}
+    rows = db.session.execute(
+        select(ContactIdentity.value, ContactIdentity.contact_id).where(
             ContactIdentity.organization_id == organization_id,
             ContactIdentity.kind == "phone",
-            ContactIdentity.value == e164,
+            ContactIdentity.value.in_(phones),
         )
     )
-    return str(contact_id) if contact_id else None
+    return {value: str(contact_id) for value, contact_id in rows}
 
 
 def existing_contact_ids(organization_id: uuid.UUID, contact_ids: list[str]) -> set[str]:

@@ -333,14 +333,60 @@ def route_conversation_job(organization_id: str, conversation_id: str) -> str | 
 
 @job(retries=2, retry_delay=5)
 def route_conversations_job(organization_id: str, conversation_ids: list[str]) -> list[str | None]:
-    """Route each conversation of an incoming batch (in the order their messages came)."""
+    """Route each conversation of an incoming batch (in the order their messages came).
+
+    Most conversations of a batch have nothing to route (already assigned, or no rule and no team): one
+    query finds the ones that may, and only those go through :func:`route`, which locks and checks again.
+    Routing each one in turn cost five queries a conversation, a fifth of a burst's drain time."""
+    org = uuid.UUID(organization_id)
+    routable = _routable(org, conversation_ids)
     routed: list[str | None] = []
     for conversation_id in conversation_ids:
+        if conversation_id not in routable:
+            routed.append(None)
+            continue
         try:
-            routed.append(route(uuid.UUID(organization_id), conversation_id))
+            routed.append(route(org, conversation_id))
         except ApiError:  # deleted meanwhile (raised by the lookup, before anything is written)
             routed.append(None)
     return routed
+
+
+def _routable(organization_id: uuid.UUID, conversation_ids: list[str]) -> set[str]:
+    """The ids among ``conversation_ids`` that :func:`route` could act on: the organization's, unassigned,
+    not archived, and with a routing rule on their address or a team (two queries for the batch)."""
+    ids = {parsed for value in conversation_ids if (parsed := _uuid_or_none(value)) is not None}
+    if not ids:
+        return set()
+    rows = db.session.execute(
+        select(Conversation.id, Conversation.organization_address, Conversation.team_id).where(
+            Conversation.organization_id == organization_id,
+            Conversation.id.in_(ids),
+            Conversation.member_id.is_(None),
+            Conversation.archived_at.is_(None),
+        )
+    ).all()
+    addresses = {address for _, address, _ in rows}
+    ruled = (
+        set(
+            db.session.scalars(
+                select(RoutingRule.organization_address).where(
+                    RoutingRule.organization_id == organization_id,
+                    RoutingRule.organization_address.in_(addresses),
+                )
+            )
+        )
+        if addresses
+        else set()
+    )
+    return {str(id_) for id_, address, team_id in rows if team_id is not None or address in ruled}
+
+
+def _uuid_or_none(value: str) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(str(value))
+    except ValueError:
+        return None
 
 
 @job(retries=2, retry_delay=5)

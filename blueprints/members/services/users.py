@@ -14,8 +14,10 @@ from blueprints.audit import services as audit_log
 from blueprints.members.models import ROLES, Member, User
 from blueprints.members.services.members import new_member_id, record_status_event
 from blueprints.organizations.models import Organization
+from core import uow
 from core.db import db, utcnow
 from core.errors import ApiError
+from core.hooks import hook
 from core.tenancy import get_for_org
 
 MIN_PASSWORD_LENGTH = 8
@@ -119,10 +121,29 @@ def _user_of(organization_id: uuid.UUID, user_id: uuid.UUID) -> User:
     return get_for_org(User, user_id, organization_id, "User")
 
 
+# The realtime layer closes the open desk sockets of a user whose sessions ended, in this process at once
+# (blueprints/members/realtime.py); every other process finds them at its next session check.
+sessions_ended = hook("members.sessions_ended", "fn(user_id) -> None, right after the commit that ended them")
+
+
 def end_sessions(user: User) -> None:
     """Every desk session, "remember me" cookie and Socket.IO (re)connection made before ends: they
-    carry the previous ``session_version`` (blueprints/desk/security.py)."""
+    carry the previous ``session_version`` (blueprints/desk/security.py). Sockets already open are
+    closed after the commit (``sessions_ended``)."""
     user.session_version = (user.session_version or 1) + 1
+    user_id = user.id
+    uow.after_commit(lambda: sessions_ended.answers(user_id=user_id))
+
+
+def current_session_versions(user_ids: list[uuid.UUID]) -> dict[uuid.UUID, int]:
+    """The sign-in generation of each active user among ``user_ids`` (one query); a deactivated or
+    deleted user is left out: none of their sessions is current."""
+    if not user_ids:
+        return {}
+    rows = db.session.execute(
+        select(User.id, User.session_version).where(User.id.in_(user_ids), User.active.is_(True))
+    )
+    return {user_id: int(version or 1) for user_id, version in rows}
 
 
 def deactivate_user(organization_id: uuid.UUID, user_id: uuid.UUID) -> User:

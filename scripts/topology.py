@@ -55,6 +55,12 @@ def find_nginx() -> str | None:
     return None
 
 
+# gunicorn keeps an idle connection from nginx open this long (its default, 2 s, is far shorter than
+# nginx's upstream keepalive_timeout: nginx then reused connections gunicorn had just closed, and three
+# webhook deliveries in 9,200 were answered 502 in the ingest benchmark).
+UPSTREAM_KEEPALIVE_SECONDS = 75
+
+
 def find_gunicorn(root: Path = PROJECT_ROOT) -> str | None:
     local = root / ".venv" / "bin" / "gunicorn"
     if local.exists():
@@ -91,6 +97,9 @@ http {{
     upstream agentdesk_app {{
 {servers}
         keepalive 64;
+        # shorter than gunicorn's --keep-alive: nginx must drop an idle connection before gunicorn does,
+        # or it reuses one gunicorn is closing and answers the request 502 (a POST is not retried)
+        keepalive_timeout 60s;
     }}
     # Socket.IO: the same client address always reaches the same process (sticky sessions).
     upstream agentdesk_socketio {{
@@ -212,6 +221,8 @@ class Topology:
                         str(self.root),
                         "--graceful-timeout",
                         "5",
+                        "--keep-alive",
+                        str(UPSTREAM_KEEPALIVE_SECONDS),
                         "--no-control-socket",  # gunicorn 27: one per user by default, shared otherwise
                         "app:create_app()",
                     ],

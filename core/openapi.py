@@ -90,12 +90,13 @@ _RATE_LIMIT_HEADERS: dict[str, Any] = {
 }
 
 
-def rate_limited(model: type[BaseModel]) -> dict[str, Any]:
+def rate_limited(model: type[BaseModel], also: str = "") -> dict[str, Any]:
     """429 in the area's error body (the same schema component as its other errors), with the headers
-    (docs/rate-limits.md). A fresh dict per call: flask-openapi3 writes into it."""
+    (docs/rate-limits.md); ``also`` names another cause an operation has. A fresh dict per call:
+    flask-openapi3 writes into it."""
     return {
         "description": "Rate limit exceeded: the organization's bucket for this environment, or too "
-        "many refused authentications from the caller's address",
+        "many refused authentications from the caller's address" + (f"; {also}" if also else ""),
         "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{model.__name__}"}}},
         "headers": dict(_RATE_LIMIT_HEADERS),
     }

@@ -41,7 +41,7 @@ from blueprints.messaging.sending import Content, IdempotencyRef, TemplateSend
 from core import auth
 from core.db import isoformat
 from core.idempotency import HEADER, idempotent, request_scope
-from core.openapi import API_KEY_ONLY, PlainError, error_responses
+from core.openapi import API_KEY_ONLY, PlainError, error_responses, rate_limited
 from core.pagination import TOTAL_RELATION_HEADER
 from core.timeutil import parse_iso_datetime
 
@@ -56,6 +56,14 @@ api = APIBlueprint(
     abp_responses=error_responses(PlainError),
 )
 auth.protect(api)
+
+
+# A send's 429 is ours or the provider's: Meta's own limit comes back with Retry-After and X-Message-Id
+# (the message is stored as failed), without the RateLimit-* headers of ours.
+def _send_rate_limited() -> dict[str, object]:
+    return rate_limited(
+        PlainError, also="or the provider refused the send for its rate limit (`Retry-After`, `X-Message-Id`)"
+    )
 
 
 def _idempotency() -> IdempotencyRef | None:
@@ -76,7 +84,8 @@ def service_window(path: WindowPath, query: WindowQuery) -> dict[str, Any]:
 
 
 @api.post(
-    "/messages/send-template", responses={201: MessageOut, 409: PlainError, 429: PlainError, 502: PlainError}
+    "/messages/send-template",
+    responses={201: MessageOut, 409: PlainError, 429: _send_rate_limited(), 502: PlainError},
 )
 @idempotent
 def send_template(path: OrgPath, body: SendTemplateIn) -> tuple[dict[str, Any], int]:
@@ -100,7 +109,9 @@ def send_template(path: OrgPath, body: SendTemplateIn) -> tuple[dict[str, Any], 
     return MessageOut.dump(message), 201
 
 
-@api.post("/messages", responses={201: MessageOut, 409: PlainError, 429: PlainError, 502: PlainError})
+@api.post(
+    "/messages", responses={201: MessageOut, 409: PlainError, 429: _send_rate_limited(), 502: PlainError}
+)
 @idempotent
 def send_message(path: OrgPath, body: SendMessageIn) -> tuple[dict[str, Any], int]:
     """Send free text or media inside the 24-hour service window.

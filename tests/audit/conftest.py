@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -10,6 +9,7 @@ import pytest
 from flask.testing import FlaskClient, FlaskCliRunner
 
 from tests.conftest import Org
+from tests.support.desk_users import create_desk_user
 
 PASSWORD = "correct horse battery"
 
@@ -35,24 +35,6 @@ def make_desk_user(runner: FlaskCliRunner) -> Callable[..., dict[str, Any]]:
 
     def _make(org: Org, role: str, name: str = "Sara Supervisora") -> dict[str, Any]:
         email = f"{role}.{org.id[:8]}@example.test"
-        result = runner.invoke(
-            args=[
-                "users",
-                "create",
-                "--org",
-                org.id,
-                "--email",
-                email,
-                "--password",
-                PASSWORD,
-                "--name",
-                name,
-                "--role",
-                role,
-                "--json",
-            ]
-        )
-        assert result.exit_code == 0, result.output
-        return {"email": email, "password": PASSWORD, **json.loads(result.output)}
+        return create_desk_user(runner, org.id, email, password=PASSWORD, name=name, role=role)
 
     return _make

@@ -7,7 +7,6 @@ Chromium the tests are skipped with a message that says so; under ``CI`` a missi
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import threading
@@ -22,6 +21,7 @@ from flask.testing import FlaskCliRunner
 from werkzeug.serving import make_server
 
 from tests.conftest import Org
+from tests.support.desk_users import create_desk_user
 from tests.support.stores import in_ci
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -123,26 +123,8 @@ class DeskLogin:
 def make_user(runner: FlaskCliRunner) -> Callable[..., DeskLogin]:
     def _make(org: Org, name: str = "Ana Agent", role: str = "agent", email: str | None = None) -> DeskLogin:
         email = email or f"{name.split()[0].lower()}.{org.id[:6]}@example.test"
-        password = "correct horse battery"
-        result = runner.invoke(
-            args=[
-                "users",
-                "create",
-                "--org",
-                org.id,
-                "--email",
-                email,
-                "--password",
-                password,
-                "--name",
-                name,
-                "--role",
-                role,
-                "--json",
-            ]
-        )
-        assert result.exit_code == 0, result.output
-        return DeskLogin(email, password, name, json.loads(result.output)["member_id"], org)
+        created = create_desk_user(runner, org.id, email, name=name, role=role)
+        return DeskLogin(email, created["password"], name, created["member_id"], org)
 
     return _make
 

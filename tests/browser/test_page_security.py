@@ -35,6 +35,7 @@ from blueprints.messaging.models import Conversation, Message
 from core.browser_headers import secure_cookies_enabled
 from core.environments import ENVIRONMENTS, LIVE, SANDBOX, environment_app, in_environment
 from tests.conftest import Org
+from tests.support.desk_users import create_desk_user, sign_in
 
 ROOT = Path(__file__).resolve().parents[2]
 PREFIX = {LIVE: "", SANDBOX: "/sandbox"}
@@ -98,21 +99,14 @@ def page_routes(app: Flask, methods: tuple[str, ...]) -> list[PageRoute]:
 
 def _desk_user(runner: FlaskCliRunner, org: Org, environment: str, role: str = "supervisor") -> str:
     email = f"{role}.{environment}.{org.id[:6]}@example.test"
-    args = ["users", "create", "--org", org.id, "--email", email, "--password", PASSWORD, "--name", "Sam"]
-    result = runner.invoke(args=[*args, "--role", role, "--env", environment, "--json"])
-    assert result.exit_code == 0, result.output
+    create_desk_user(runner, org.id, email, password=PASSWORD, name="Sam", role=role, environment=environment)
     return email
 
 
 def sign_in_client(client: FlaskClient, environment: str, email: str, password: str = PASSWORD) -> str:
     """Signs the test client in; returns the session's CSRF token."""
     prefix = PREFIX[environment]
-    token = SIGNIN_TOKEN.search(client.get(f"{prefix}/signin").get_data(as_text=True))
-    assert token is not None
-    response = client.post(
-        f"{prefix}/signin", data={"email": email, "password": password, "csrf_token": token.group(1)}
-    )
-    assert response.status_code == 302, response.get_data(as_text=True)[:300]
+    sign_in(client, email, password, prefix=prefix)
     page = client.get(f"{prefix}/desk").get_data(as_text=True)
     found = PAGE_TOKEN.search(page)
     assert found is not None, page[:300]

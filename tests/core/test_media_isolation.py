@@ -9,7 +9,6 @@ that no route serving files exists that would escape these checks.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
@@ -30,12 +29,12 @@ from tests.fakes.fixtures import (  # noqa: F401  (fixtures)
     wa,
 )
 from tests.fakes.meta_webhooks import wa_change, wa_delivery, wa_media
+from tests.support.desk_users import create_desk_user, sign_in
 
 CUSTOMER = "5215512345678"
 INBOUND_URL = "https://lookaside.fbsbx.com/whatsapp_business/attachments/?mid=acme-private-7731"
 INBOUND_MEDIA_ID = "99887766554433"
 OUTBOUND_URL = "https://files.acme.example/contracts/acme-private-contract.pdf"
-SIGNIN_TOKEN = re.compile(r'name="csrf_token" value="([^"]+)"')
 # What would serve stored files if it existed. None does today; a new one must get its own cases here.
 FILE_ROUTE = re.compile(r"media|upload|attachment|download|/files?\b", re.IGNORECASE)
 
@@ -105,20 +104,8 @@ def test_only_the_owner_reads_its_media_through_the_api(
 
 def _desk(app: Flask, runner: FlaskCliRunner, org: Org) -> FlaskClient:
     email = f"sup.{org.id[:8]}@example.test"
-    created = runner.invoke(
-        args=[
-            *("users", "create", "--org", org.id, "--email", email),
-            *("--password", "pw-12345678", "--name", "Sup", "--role", "supervisor", "--json"),
-        ]
-    )
-    assert created.exit_code == 0, created.output
-    json.loads(created.output)
-    desk = app.test_client()
-    token = SIGNIN_TOKEN.search(desk.get("/signin").get_data(as_text=True))
-    assert token is not None
-    signed = desk.post("/signin", data={"email": email, "password": "pw-12345678", "csrf_token": token[1]})
-    assert signed.status_code == 302
-    return desk
+    create_desk_user(runner, org.id, email, name="Sup", role="supervisor")
+    return sign_in(app.test_client(), email)
 
 
 def test_only_the_owners_desk_shows_its_media(

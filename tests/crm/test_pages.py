@@ -4,7 +4,6 @@ conversation), refusals in the form, tenancy, both environments and a flat query
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -20,6 +19,7 @@ from tests.crm.conftest import Crm
 from tests.fakes import fixtures as fakes
 from tests.fakes.fixtures import Channel, Deliver
 from tests.fakes.meta_webhooks import wa_change, wa_delivery, wa_text
+from tests.support.desk_users import create_desk_user, sign_in
 
 # The fake Meta (Graph API and signed webhooks) and a connected WhatsApp number, as tests/crm/wired has.
 app_config = fakes.app_config
@@ -32,7 +32,6 @@ wa = fakes.wa
 HX = {"HX-Request": "true"}
 PHONE = "5215577770001"  # what WhatsApp sends (the 521 form); the CRM stores +525577770001
 CSRF = re.compile(r'<meta name="csrf-token" content="([^"]+)"')
-SIGNIN_TOKEN = re.compile(r'name="csrf_token" value="([^"]+)"')
 
 
 # ---- helpers ------------------------------------------------------------------------------------------
@@ -68,27 +67,14 @@ class Desk:
 
 def _user(runner: FlaskCliRunner, org: Org, name: str, env: str = "live") -> tuple[str, str]:
     email = f"{name.split()[0].lower()}.{org.id[:6]}.{env}@example.test"
-    result = runner.invoke(
-        args=[
-            *("users", "create", "--org", org.id, "--email", email),
-            *("--password", "correct horse battery", "--name", name, "--env", env, "--json"),
-        ]
-    )
-    assert result.exit_code == 0, result.output
-    return email, json.loads(result.output)["member_id"]
+    return email, create_desk_user(runner, org.id, email, name=name, environment=env)["member_id"]
 
 
 def _sign_in(app: Flask, runner: FlaskCliRunner, org: Org, name: str, env: str = "live") -> Desk:
     email, member_id = _user(runner, org, name, env)
     prefix = "/sandbox" if env == "sandbox" else ""
     client = app.test_client()
-    token = SIGNIN_TOKEN.search(client.get(f"{prefix}/signin").get_data(as_text=True))
-    assert token is not None
-    response = client.post(
-        f"{prefix}/signin",
-        data={"email": email, "password": "correct horse battery", "csrf_token": token.group(1)},
-    )
-    assert response.status_code == 302, response.get_data(as_text=True)
+    sign_in(client, email, prefix=prefix)
     return Desk(client, prefix, member_id)
 
 

@@ -3,7 +3,6 @@ conversation is linked to no deal, the one the CRM captured once it is linked, n
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
@@ -16,31 +15,17 @@ from tests.conftest import Org
 from tests.fakes.fixtures import PHONE_NUMBER_ID, Channel, Deliver
 from tests.fakes.meta_webhooks import wa_change, wa_delivery, wa_text
 from tests.inbox.conftest import MakeConversation
+from tests.support.desk_users import create_desk_user, sign_in
 
 HX = {"HX-Request": "true"}
 PHONE = "5215577770002"
-SIGNIN_TOKEN = re.compile(r'name="csrf_token" value="([^"]+)"')
 SUMMARY = re.compile(r'<section aria-labelledby="summary-heading" data-summary>(.*?)</section>', re.S)
 
 
 def _desk(app: Flask, runner: FlaskCliRunner, org: Org) -> FlaskClient:
     email = f"ana.{org.id[:6]}@example.test"
-    created = runner.invoke(
-        args=[
-            *("users", "create", "--org", org.id, "--email", email),
-            *("--password", "correct horse battery", "--name", "Ana Agent", "--json"),
-        ]
-    )
-    assert created.exit_code == 0, created.output
-    json.loads(created.output)
-    desk = app.test_client()
-    token = SIGNIN_TOKEN.search(desk.get("/signin").get_data(as_text=True))
-    assert token is not None
-    signed = desk.post(
-        "/signin", data={"email": email, "password": "correct horse battery", "csrf_token": token.group(1)}
-    )
-    assert signed.status_code == 302
-    return desk
+    create_desk_user(runner, org.id, email)
+    return sign_in(app.test_client(), email)
 
 
 def _panel_summary(desk: FlaskClient, conversation_id: str) -> str | None:

@@ -4,8 +4,6 @@ the "remember me" cookie and the Socket.IO connection all stop working, while ot
 
 from __future__ import annotations
 
-import json
-import re
 import uuid
 from collections.abc import Callable
 
@@ -18,28 +16,19 @@ from core.environments import LIVE, in_environment
 from core.errors import ApiError
 from core.realtime import socketio
 from tests.conftest import Org
+from tests.support.desk_users import create_desk_user, post_sign_in
 
 PASSWORD = "correct horse battery"
-SIGNIN_TOKEN = re.compile(r'name="csrf_token" value="([^"]+)"')
 SESSION_COOKIE = "agentdesk_live"
 REMEMBER_COOKIE = "agentdesk_live_remember"
 
 
 def _user(runner: FlaskCliRunner, org: Org, email: str) -> uuid.UUID:
-    credentials = ["--email", email, "--password", PASSWORD, "--name", "Ana"]
-    result = runner.invoke(args=["users", "create", "--org", org.id, *credentials, "--json"])
-    assert result.exit_code == 0, result.output
-    return uuid.UUID(json.loads(result.output)["user_id"])
+    return uuid.UUID(create_desk_user(runner, org.id, email, password=PASSWORD, name="Ana")["user_id"])
 
 
 def _sign_in(client: FlaskClient, email: str, password: str = PASSWORD, remember: bool = False) -> int:
-    page = client.get("/signin").get_data(as_text=True)
-    token = SIGNIN_TOKEN.search(page)
-    assert token is not None
-    form = {"email": email, "password": password, "csrf_token": token.group(1)}
-    if remember:
-        form["remember"] = "on"
-    return client.post("/signin", data=form).status_code
+    return int(post_sign_in(client, email, password, remember=remember).status_code)
 
 
 def _signed_in(client: FlaskClient) -> bool:

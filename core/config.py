@@ -110,6 +110,8 @@ def load_settings(overrides: dict[str, Any] | None = None) -> dict[str, Any]:
         "INGEST_BATCH_SIZE": int(env.get("INGEST_BATCH_SIZE", "200")),
         # Pooled database connections are replaced after this age (instead of a pre-ping per request).
         "DATABASE_POOL_RECYCLE_SECONDS": int(env.get("DATABASE_POOL_RECYCLE_SECONDS", "1800")),
+        "DATABASE_AUTOCOMMIT_READS": env.get("DATABASE_AUTOCOMMIT_READS", "true").strip().lower()
+        not in ("0", "false", "no", "off"),
         # Rate limits (core.ratelimit, docs/rate-limits.md): per organization and environment for the
         # API, per source address for refused authentications and for webhook deliveries. Counted in
         # RATELIMIT_STORAGE_URI: memory (per process) by default, REDIS_URL when set (all processes).

@@ -10,7 +10,12 @@ workers) reach every connected client.
 
 from __future__ import annotations
 
+import atexit
 import logging
+import os
+import queue
+import threading
+import time
 from typing import Any
 
 from flask import Flask, current_app, request
@@ -27,11 +32,11 @@ CHANNEL = "agentdesk-socketio"
 
 
 def init_app(app: Flask) -> None:
-    queue = None if app.config.get("SOCKETIO_DISABLE_QUEUE") else app.config.get("REDIS_URL")
+    message_queue = None if app.config.get("SOCKETIO_DISABLE_QUEUE") else app.config.get("REDIS_URL")
     socketio.init_app(
         app,
         async_mode="threading",
-        message_queue=queue,
+        message_queue=message_queue,
         channel=app.config.get("SOCKETIO_CHANNEL", CHANNEL),
         cors_allowed_origins=app.config.get("SOCKETIO_CORS_ORIGINS"),
         logger=False,
@@ -55,7 +60,76 @@ def _emit_domain_event(domain_event: DomainEvent) -> None:
     rooms_of_event = [room_for(domain_event.environment, domain_event.organization_id)]
     for extra in event_rooms.answers(event=domain_event):
         rooms_of_event += [room for room in extra or () if room not in rooms_of_event]
-    socketio.emit(domain_event.name, domain_event.as_message(), to=rooms_of_event)
+    if _through_message_queue():
+        _EMITTER.submit(domain_event.name, domain_event.as_message(), rooms_of_event)
+    else:
+        socketio.emit(domain_event.name, domain_event.as_message(), to=rooms_of_event)
+
+
+def _through_message_queue() -> bool:
+    manager = getattr(socketio.server, "manager", None)
+    return manager is not None and hasattr(manager, "_publish")  # a PubSubManager (Redis)
+
+
+class _Emitter:
+    """Publishes events to the message queue from one thread of this process, in the order they came.
+
+    With Redis every emit is a publish and its reply: a round trip per event. Made by the code that
+    committed (a webhook drain commits 200 messages, then emitted 200 events), they held it up: the
+    drain waited on Redis for about a third of its time before it could claim the next batch. The thread
+    publishes while the committer goes on; events are still published after their commit, one by one, in
+    order. What is queued when the process exits is published for up to ``FLUSH_SECONDS`` (atexit); a
+    killed process loses what it had not published, as it would lose an emit it had not reached."""
+
+    FLUSH_SECONDS = 2.0
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[tuple[str, Any, list[str]]] = queue.SimpleQueue()
+        self._pid: int | None = None
+        self._lock = threading.Lock()
+        self._pending = 0
+
+    def submit(self, event: str, message: Any, rooms: list[str]) -> None:
+        if self._pid != os.getpid():
+            self._start()
+        with self._lock:
+            self._pending += 1
+        self._queue.put((event, message, rooms))
+
+    def _start(self) -> None:
+        with self._lock:
+            if self._pid == os.getpid():
+                return
+            # after a fork the parent's thread is gone and its queued events are the parent's
+            self._queue, self._pending = queue.SimpleQueue(), 0
+            threading.Thread(
+                target=self._run, args=(self._queue,), name="socketio-emitter", daemon=True
+            ).start()
+            self._pid = os.getpid()
+
+    def _run(self, events: queue.SimpleQueue[tuple[str, Any, list[str]]]) -> None:
+        while True:
+            event, message, rooms = events.get()
+            try:
+                socketio.emit(event, message, to=rooms)
+            except Exception:  # one failed publish must not stop the ones after it
+                log.exception("publishing %s to the Socket.IO message queue failed", event)
+            finally:
+                with self._lock:
+                    self._pending -= 1
+
+    def flush(self, timeout: float = FLUSH_SECONDS) -> bool:
+        """Wait until every submitted event is published (or ``timeout``); whether none is left."""
+        deadline = time.monotonic() + timeout
+        while self._pid == os.getpid() and self._pending > 0:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.005)
+        return True
+
+
+_EMITTER = _Emitter()
+atexit.register(_EMITTER.flush)
 
 
 def _resolve_key_any_environment(api_key: str) -> tuple[str, str] | None:

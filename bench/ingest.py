@@ -61,6 +61,7 @@ LATENCY_RATE = float(os.environ.get("BENCH_LATENCY_RATE", "1000"))
 LATENCY_MESSAGES = int(os.environ.get("BENCH_LATENCY_MESSAGES", "3000"))
 # messages per delivery: 1 is the worst case; Meta groups a burst into fewer, larger deliveries
 PER_DELIVERY = max(1, int(os.environ.get("BENCH_PER_DELIVERY", "1")))
+JOB_WORKERS = max(1, int(os.environ.get("BENCH_JOB_WORKERS", "1")))  # job-worker processes (drainers)
 
 
 def _delivery(address: str, external_ids: list[str], sender: str) -> bytes:
@@ -267,6 +268,7 @@ def main() -> None:
     topology = Topology(
         environment=environment,
         apps=2 if with_redis else 1,
+        job_workers=JOB_WORKERS,
         use_nginx=find_nginx() is not None,
         root=root,
         workdir=tmp / "topology",
@@ -281,7 +283,7 @@ def main() -> None:
     )  # fmt: skip
     store = "PostgreSQL" if environment["DATABASE_URL"].startswith("postgres") else "SQLite"
     print(f"machine: {_machine()}")
-    print(f"store: {store}, Redis: {'yes' if with_redis else 'no'}, tree: {root}")
+    print(f"store: {store}, Redis: {'yes' if with_redis else 'no'}, job workers: {JOB_WORKERS}, tree: {root}")
     with topology:
         print(f"topology: {topology.url} -> {', '.join(topology.app_urls)}")
         listener = Listener(topology.url, key)
@@ -342,16 +344,17 @@ def main() -> None:
 
 def _server_pids(topology: Topology) -> dict[str, int]:
     """The processes that do the work: each app process (a gunicorn master's worker, where the requests
-    run) and the job worker; nginx is not counted."""
+    run) and the job workers; nginx is not counted."""
     found: dict[str, int] = {}
-    apps = 0
+    apps = workers = 0
     for process in topology.processes:
         command = " ".join(str(part) for part in process.args)
         if "gunicorn" in command:
             apps += 1
             name = f"app {apps}"
         elif "jobs" in command:
-            name = "job worker"
+            workers += 1
+            name = "job worker" if JOB_WORKERS == 1 else f"job worker {workers}"
         else:
             continue
         children = Path(f"/proc/{process.pid}/task/{process.pid}/children")

@@ -37,6 +37,7 @@ import time
 import uuid
 from collections import Counter
 from contextlib import AbstractContextManager, nullcontext
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -184,6 +185,7 @@ class Listener:
 
     def __init__(self, url: str, key: str) -> None:
         self.arrived: dict[str, float] = {}
+        self.stored: dict[str, float] = {}  # the message's created_at (when the drain stored it)
         self.duplicates = 0
         self.client = socketio.Client(reconnection=False)
         self.client.on("message.created", self._created)
@@ -195,6 +197,9 @@ class Listener:
             self.duplicates += 1
         elif external_id:
             self.arrived[external_id] = time.time()
+            created = (event.get("data") or {}).get("created_at")
+            if created:
+                self.stored[external_id] = datetime.fromisoformat(created.replace("Z", "+00:00")).timestamp()
 
     def wait_for(self, external_ids: list[str], quiet_seconds: float = 15.0) -> None:
         """Until every id arrived, or nothing new arrived for ``quiet_seconds``."""
@@ -232,6 +237,9 @@ def run_phase(
     finished = max((listener.arrived[e] for e in got), default=time.time())
     sent_at = {external_id: at for external_id, at, _ in posted}
     latencies = sorted((listener.arrived[e] - sent_at[e]) * 1000 for e in got)
+    # the same split in two: POST start -> stored by the drain, stored -> at the client
+    to_store = sorted((listener.stored[e] - sent_at[e]) * 1000 for e in got if e in listener.stored)
+    to_client = sorted((listener.arrived[e] - listener.stored[e]) * 1000 for e in got if e in listener.stored)
     retried = [external_id for external_id, _, status in posted if status != 200]
     if retried:
         _post_all((topology.url, address, retried, 0.0))
@@ -242,9 +250,17 @@ def run_phase(
         "events": len(got),
         "pushed_rate": len(got) / max(finished - started, 1e-9),
         "p50": statistics.median(latencies) if latencies else float("nan"),
-        "p95": latencies[max(0, int(len(latencies) * 0.95) - 1)] if latencies else float("nan"),
+        "p95": _p95(latencies),
+        "store_p50": statistics.median(to_store) if to_store else float("nan"),
+        "store_p95": _p95(to_store),
+        "push_p50": statistics.median(to_client) if to_client else float("nan"),
+        "push_p95": _p95(to_client),
         "cpu": meter.report(count, max(finished - started, 1e-9)),
     }
+
+
+def _p95(ordered: list[float]) -> float:
+    return ordered[max(0, int(len(ordered) * 0.95) - 1)] if ordered else float("nan")
 
 
 def _refusals(counts: Counter[int]) -> str:
@@ -324,6 +340,10 @@ def main() -> None:
     print(
         f"  webhook -> message.created   p50 {paced['p50']:7.1f} ms   p95 {paced['p95']:7.1f} ms   "
         f"(target p95 <= {TARGET_P95_MS:.0f} ms: {_verdict(paced['p95'] <= TARGET_P95_MS)})"
+    )
+    print(
+        f"    of which webhook -> stored p50 {paced['store_p50']:6.1f} ms  p95 {paced['store_p95']:6.1f} ms; "
+        f"stored -> client p50 {paced['push_p50']:6.1f} ms  p95 {paced['push_p95']:6.1f} ms"
     )
     print(
         f"  accepted/s                   {paced['accepted_rate']:8.0f}   pushed/s {paced['pushed_rate']:7.0f}"

@@ -100,6 +100,10 @@ schema.config.phases.update(phases=os.environ.get("FUZZ_PHASES", "examples,fuzzi
 # The walk follows links from successful answers: valid data only, so creates and updates succeed and
 # the chains go deep (invalid data is the fuzzing phase's part).
 schema.config.phases.stateful.generation.update(modes=[GenerationMode.POSITIVE])
+# Only the document's own links: Schemathesis would also infer links from any response that names an
+# organization to every operation under it, with the other path values random (404s that the fuzzing
+# phase already covers), and those took most of the walk's steps.
+schema.config.phases.stateful.inference.algorithms = []
 
 
 class Coverage:
@@ -201,7 +205,15 @@ class _Walk(schema.as_state_machine()):  # type: ignore[misc]
             COVERAGE.linked_steps += 1
             COVERAGE.linked_statuses[output.response.status_code] += 1
             if os.environ.get("FUZZ_VERBOSE"):
-                print("LINK", input.case.operation.label, output.response.status_code)
+                transition = input.transition
+                print(
+                    "LINK",
+                    input.case.operation.label,
+                    output.response.status_code,
+                    f"via {transition.id}; applied {input.applied_parameters}",
+                    input.case.path_parameters,
+                    output.response.text[:160] if output.response.status_code >= 400 else "",
+                )
         elif os.environ.get("FUZZ_VERBOSE"):
             print("ROOT", input.case.operation.label, output.response.status_code)
         return output

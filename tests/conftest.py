@@ -138,7 +138,7 @@ def make_org(runner: FlaskCliRunner) -> Callable[..., Org]:
         name = name or f"Org {uuid.uuid4().hex[:6]}"
         result = runner.invoke(args=["orgs", "create", "--name", name, "--products", products, "--json"])
         assert result.exit_code == 0, result.output
-        data = json.loads(result.output)
+        data = json.loads(result.stdout)
         return Org(data["organization_id"], data["name"], data["products"], *data["api_keys"].values())
 
     return _make

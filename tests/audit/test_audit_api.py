@@ -129,7 +129,7 @@ def test_keys_and_channels_from_the_command_line_are_recorded_without_secrets(
 ) -> None:
     created = runner.invoke(args=["keys", "create", "--org", org.id, "--name", "ci", "--json"])
     assert created.exit_code == 0, created.output
-    issued = json.loads(created.output)
+    issued = json.loads(created.stdout)
     revoked = runner.invoke(args=["keys", "revoke", issued["prefix"]])
     assert revoked.exit_code == 0, revoked.output
     connected = runner.invoke(
@@ -177,7 +177,7 @@ def test_keys_and_channels_from_the_command_line_are_recorded_without_secrets(
     channel = entries[("channel.connected", "whatsapp:1098765")]
     assert "access_token" in channel["summary"]["fields"]  # the token changed: its name, never its value
     assert channel["request_id"] is None and channel["source_ip"] is None
-    login = entries[("member.created", json.loads(user.output)["member_id"])]
+    login = entries[("member.created", json.loads(user.stdout)["member_id"])]
     assert login["summary"]["fields"] == ["email", "name", "password", "role"]
     # The organization's own keys (made by `orgs create`) are in the log too, by their shown prefix.
     assert ("api_key.created", org.live_key[:16]) in entries

@@ -120,7 +120,7 @@ def test_access_token_can_come_from_standard_input(
         input="EAAfromstdin\n",
     )
     assert result.exit_code == 0, result.output
-    assert json.loads(result.output)["environments"] == ["live"]
+    assert json.loads(result.stdout)["environments"] == ["live"]
     assert client.get(msg(org, "/addresses"), headers=org.headers()).get_json()[0]["has_access_token"]
     assert client.get("/sandbox" + msg(org, "/addresses"), headers=org.headers("sandbox")).get_json() == []
 
@@ -138,7 +138,7 @@ def test_addresses_need_a_key_and_the_callers_organization(
 
 def test_channels_list_command(runner: FlaskCliRunner, org: Org, connect: Connect) -> None:
     connect(org, "whatsapp", PHONE_NUMBER_ID)
-    listed = json.loads(runner.invoke(args=["channels", "list", "--org", org.id, "--json"]).output)
+    listed = json.loads(runner.invoke(args=["channels", "list", "--org", org.id, "--json"]).stdout)
     assert [(a["service"], a["address"], a["status"]) for a in listed] == [
         ("whatsapp", PHONE_NUMBER_ID, "connected")
     ]

@@ -182,7 +182,7 @@ def test_poison_for_an_unknown_address_is_kept_for_operators_only(
     assert _dead_letters(client, wa.org)["total"] == 0
     result = runner.invoke(args=["webhooks", "dead-letters", "--unassigned", "--json"])
     assert result.exit_code == 0, result.output
-    rows = json.loads(result.output)
+    rows = json.loads(result.stdout)
     assert [(r["organization_id"], r["organization_address"], r["reason"]) for r in rows] == [
         (None, "999000111222", "from: not a phone number")
     ]

@@ -109,18 +109,18 @@ def test_expired_key_is_401(client: FlaskClient, runner: FlaskCliRunner, org: Or
         args=["keys", "create", "--org", org.id, "--env", "live", "--expires-at", soon_past, "--json"]
     )
     assert result.exit_code == 0, result.output
-    expired = json.loads(result.output)["api_key"]
+    expired = json.loads(result.stdout)["api_key"]
     assert client.get(msg(org), headers={"X-API-Key": expired}).get_json() == INVALID_TOKEN
     future = (datetime.now(UTC) + timedelta(days=1)).isoformat()
     result = runner.invoke(args=["keys", "create", "--org", org.id, "--expires-at", future, "--json"])
     assert (
-        client.get(msg(org), headers={"X-API-Key": json.loads(result.output)["api_key"]}).status_code == 200
+        client.get(msg(org), headers={"X-API-Key": json.loads(result.stdout)["api_key"]}).status_code == 200
     )
 
 
 def test_keys_create_for_sandbox(client: FlaskClient, runner: FlaskCliRunner, org: Org) -> None:
     result = runner.invoke(args=["keys", "create", "--org", org.id, "--env", "sandbox", "--json"])
-    created = json.loads(result.output)
+    created = json.loads(result.stdout)
     assert created["api_key"].startswith("sk_test_")
     assert created["environment"] == "sandbox"
     assert (
@@ -132,7 +132,7 @@ def test_keys_create_for_sandbox(client: FlaskClient, runner: FlaskCliRunner, or
 def test_last_used_is_recorded(client: FlaskClient, runner: FlaskCliRunner, org: Org) -> None:
     # the use is written once the response has gone out (a WSGI server closes it; the test client on close())
     client.get("/v1/organizations", headers=org.headers()).close()
-    listed = json.loads(runner.invoke(args=["keys", "list", "--org", org.id, "--json"]).output)
+    listed = json.loads(runner.invoke(args=["keys", "list", "--org", org.id, "--json"]).stdout)
     live = [k for k in listed if k["environment"] == "live"]
     assert live[0]["last_used_at"] is not None
     assert all(k["prefix"] not in (org.live_key, org.sandbox_key) for k in listed)

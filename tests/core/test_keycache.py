@@ -142,7 +142,7 @@ def test_expiry_is_checked_on_every_request_from_the_cached_key(
     result = runner.invoke(
         args=["keys", "create", "--org", org.id, "--expires-at", expires.isoformat(), "--json"]
     )
-    key = json.loads(result.output)["api_key"]
+    key = json.loads(result.stdout)["api_key"]
     assert client.get("/v1/organizations", headers={"X-API-Key": key}).status_code == 200
     with app.app_context():
         assert keycache.cache_for(app).get(services.hash_key(key)) is not None  # remembered

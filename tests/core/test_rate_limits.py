@@ -148,7 +148,7 @@ def test_two_organizations_do_not_share_a_bucket(client: FlaskClient, org: Org, 
 def test_the_bucket_is_the_organization_not_the_key(client: FlaskClient, runner: Any, org: Org) -> None:
     created = runner.invoke(args=["keys", "create", "--org", org.id, "--env", "live", "--json"])
     assert created.exit_code == 0, created.output
-    second_key = json.loads(created.output)["api_key"]
+    second_key = json.loads(created.stdout)["api_key"]
     for _ in range(LIVE_LIMIT):
         assert client.get("/v1/organizations", headers=org.headers()).status_code == 200
 

@@ -77,7 +77,7 @@ def connect(runner: FlaskCliRunner) -> Connect:
             args += ["--access-token", token]
         result = runner.invoke(args=[*args, "--json"])
         assert result.exit_code == 0, result.output
-        return json.loads(result.output)
+        return json.loads(result.stdout)
 
     return _connect
 

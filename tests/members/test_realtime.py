@@ -92,7 +92,7 @@ def test_a_login_users_token_connects_its_member(
             "--json",
         ]
     )
-    data = json.loads(created.output)
+    data = json.loads(created.stdout)
     connection = socketio.test_client(app, auth={"token": _token(runner, org, data["user_id"])})
     assert connection.is_connected()
     assert _row(client, org, data["member_id"])["connected"] is True

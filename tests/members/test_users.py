@@ -36,7 +36,7 @@ def _create(runner: FlaskCliRunner, org: Org, *extra: str, email: str = "Lead@Ex
 def test_creates_user_and_member(app: Flask, runner: FlaskCliRunner, client: FlaskClient, org: Org) -> None:
     result = _create(runner, org, "--role", "supervisor", "--json")
     assert result.exit_code == 0, result.output
-    data = json.loads(result.output)
+    data = json.loads(result.stdout)
     assert data["email"] == "lead@example.test" and data["role"] == "supervisor"
     assert str(uuid.UUID(data["member_id"])) == data["member_id"]  # a generated member id is a UUID
     member = client.get(msg(org, f"/{data['member_id']}"), headers=org.headers()).get_json()

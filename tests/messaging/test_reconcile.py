@@ -43,7 +43,7 @@ def _crashing_send(client: FlaskClient, channel: Channel, key: str) -> dict[str,
 def _reconcile(runner: FlaskCliRunner, *options: str) -> dict[str, list[str]]:
     result = runner.invoke(args=["messages", "reconcile", "--env", "live", "--json", *options])
     assert result.exit_code == 0, result.output
-    return json.loads(result.output)["live"]
+    return json.loads(result.stdout)["live"]
 
 
 def _pending(client: FlaskClient, channel: Channel) -> dict[str, Any]:

@@ -20,7 +20,7 @@ def test_orgs_create_prints_one_json_object_and_creates_both_stores(
         args=["orgs", "create", "--name", "Initech", "--products", "SIM,TRAVEL_ESIM", "--json"]
     )
     assert result.exit_code == 0, result.output
-    data = json.loads(result.output)
+    data = json.loads(result.stdout)
     assert set(data) == {"organization_id", "name", "products", "api_keys"}
     assert data["name"] == "Initech"
     assert data["products"] == ["SIM", "TRAVEL_ESIM"]

@@ -55,7 +55,7 @@ for args in json.loads(sys.argv[1]):
         sys.exit(f"{args}: {result.output}{result.exception!r}")
     outputs.append(result.output)
     if args[:2] == ["orgs", "create"]:
-        org = json.loads(result.output)["organization_id"]
+        org = json.loads(result.stdout)["organization_id"]
 print(json.dumps(outputs))
 """
 

@@ -31,7 +31,7 @@ def create_desk_user(
         ]
     )
     assert result.exit_code == 0, result.output
-    return {"email": email, "password": password, **json.loads(result.output)}
+    return {"email": email, "password": password, **json.loads(result.stdout)}
 
 
 def post_sign_in(

@@ -69,6 +69,6 @@ def test_an_unknown_zone_is_refused_by_name(app: Flask, runner: FlaskCliRunner, 
         args=["orgs", "create", "--name", "Zeta", "--timezone", "America/Mexico_City", "--json"]
     )
     assert made.exit_code == 0, made.output
-    organization_id = uuid.UUID(json.loads(made.output)["organization_id"])
+    organization_id = uuid.UUID(json.loads(made.stdout)["organization_id"])
     with in_environment(app, SANDBOX):  # both stores know the zone
         assert get_organization(organization_id).timezone == "America/Mexico_City"

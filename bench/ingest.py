@@ -8,13 +8,18 @@
 Starts ``scripts/topology.py`` (two gunicorn app processes behind nginx and a ``jobs worker`` with
 Redis; one app process on SQLite without Redis), connects a Socket.IO client through nginx, then
 ``BENCH_SENDERS`` sender processes (default 4, 4 threads each, keep-alive connections) post
-``BENCH_MESSAGES`` signed deliveries of one message each (default 6,000) through nginx as fast as they are
-answered (or at ``BENCH_RATE`` messages/s in total). Prints:
+``BENCH_MESSAGES`` messages (default 6,000) in signed deliveries of ``BENCH_PER_DELIVERY`` messages each
+(default 1; Meta groups a burst into fewer deliveries) through nginx as fast as they are answered (or at
+``BENCH_RATE`` messages/s in total); a delivery not answered 200 is sent again afterwards, as Meta does.
+``BENCH_JOB_WORKERS`` starts that many job-worker processes (default 1). Prints:
 
 - accepted/s: deliveries answered 200 per second while posting (what Meta sees);
 - sustained messages/s: messages stored and pushed, from the first POST to the last ``message.created``;
 - nothing lost: messages stored (the API's ``total``) and events received, against messages sent;
-- webhook -> ``message.created`` latency at the connected client, p50 and p95 (POST start to event);
+- webhook -> ``message.created`` latency at the connected client, p50 and p95 (POST start to event),
+  split at the message's ``created_at`` into webhook -> stored and stored -> client;
+- CPU milliseconds per message by component during the burst (``bench/cpu.py``), beside the machine's
+  budget at the target (cores / 1,000 messages a second);
 
 with the issue's target beside each. ``BENCH_ROOT`` measures another tree of the project (a checkout of
 an earlier commit) with this driver. The load runs on the same machine as the servers: the figures are

@@ -108,6 +108,7 @@ def load_settings(overrides: dict[str, Any] | None = None) -> dict[str, Any]:
         # INGEST_BATCH_SIZE; "inline" stores inside the request. Unset: inline with JOBS_MODE=inline.
         "INGEST_MODE": env.get("INGEST_MODE") or None,
         "INGEST_BATCH_SIZE": int(env.get("INGEST_BATCH_SIZE", "200")),
+        "INGEST_BATCH_EVENTS": int(env.get("INGEST_BATCH_EVENTS", "500")),
         # Pooled database connections are replaced after this age (instead of a pre-ping per request).
         "DATABASE_POOL_RECYCLE_SECONDS": int(env.get("DATABASE_POOL_RECYCLE_SECONDS", "1800")),
         "DATABASE_AUTOCOMMIT_READS": env.get("DATABASE_AUTOCOMMIT_READS", "true").strip().lower()

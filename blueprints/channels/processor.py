@@ -49,6 +49,10 @@ from core.jobs import job, periodic
 log = logging.getLogger(__name__)
 
 BATCH_SIZE = 200
+# A batch stops taking deliveries once it holds this many events (INGEST_BATCH_EVENTS): Meta may put many
+# messages in one delivery, and 200 deliveries of ten made 2,000-message transactions that pushed the job
+# worker past 200 MB. The deliveries left out stay pending, unlocked at the commit, for the next batch.
+BATCH_EVENTS = 500
 ATTEMPTS = 3  # claims of one batch that met a concurrent writer's row before it goes one by one
 MAX_ATTEMPTS = 5  # a delivery that failed this often is kept as a dead letter and left alone
 RETENTION = timedelta(days=3)
@@ -59,15 +63,17 @@ DRAIN_FLAG_MS = 2000  # how long an enqueued drain job stands for the deliveries
 def drain(app: Flask, environment: str, *, batch_size: int | None = None) -> int:
     """Process pending deliveries batch after batch until none is left; how many were taken."""
     size = batch_size or int(app.config.get("INGEST_BATCH_SIZE") or BATCH_SIZE)
+    max_events = int(app.config.get("INGEST_BATCH_EVENTS") or BATCH_EVENTS)
     total = 0
     while True:
-        taken = _drain_batch(app, environment, size)
+        taken, left = _drain_batch(app, environment, size, max_events)
         total += taken
-        if taken < size:
+        if not left and taken < size:
             return total
 
 
-def _drain_batch(app: Flask, environment: str, size: int) -> int:
+def _drain_batch(app: Flask, environment: str, size: int, max_events: int) -> tuple[int, int]:
+    """One batch: (deliveries processed, deliveries claimed but left for the next batch)."""
     claimed: list[uuid.UUID] = []
     for attempt in range(ATTEMPTS):
         claimed = []
@@ -76,11 +82,11 @@ def _drain_batch(app: Flask, environment: str, size: int) -> int:
             with in_environment(app, environment):
                 rows = _claim(size)
                 claimed = [row.id for row in rows]
-                report = _process(rows) if rows else None
+                report, processed = _process(rows, max_events) if rows else (None, 0)
             if report is not None:
                 log.debug(
                     "inbound batch: %d deliveries, %d messages in %.0f ms",
-                    len(claimed),
+                    processed,
                     report.messages_created,
                     (time.perf_counter() - started) * 1000,
                 )
@@ -95,12 +101,12 @@ def _drain_batch(app: Flask, environment: str, size: int) -> int:
         except Exception as error:
             log.exception("inbound batch of %d deliveries failed; taking them one by one", len(claimed))
             _record_failure(app, environment, claimed, f"batch failed: {type(error).__name__}: {error}")
-            return _one_by_one(app, environment, claimed)
+            return _one_by_one(app, environment, claimed), 0
         if report is not None and report.waiting:
             with in_environment(app, environment):
                 inbound.settle(report)
-        return len(claimed)
-    return _one_by_one(app, environment, claimed)
+        return processed, len(claimed) - processed
+    return _one_by_one(app, environment, claimed), 0
 
 
 def _claim(size: int) -> list[InboundDelivery]:
@@ -124,12 +130,19 @@ def _payload(row: InboundDelivery) -> Any:
         return None
 
 
-def _process(rows: list[InboundDelivery]) -> inbound.DeliveryReport:
-    """Every delivery of the batch into one hand-over; the caller's unit of work commits once."""
+def _process(
+    rows: list[InboundDelivery], max_events: int = BATCH_EVENTS
+) -> tuple[inbound.DeliveryReport, int]:
+    """The batch's deliveries into one hand-over, until it holds ``max_events`` events (the rest are left
+    untouched, pending); the caller's unit of work commits once. The report and how many were taken."""
     now = utcnow()
     events: list[inbound.Event] = []
     rejected: list[tuple[str, inbound.Rejected]] = []
+    taken = 0
     for row in rows:
+        if events and len(events) >= max_events:
+            break
+        taken += 1
         row.attempts += 1
         row.processed_at = now
         payload = _payload(row)
@@ -150,7 +163,7 @@ def _process(rows: list[InboundDelivery]) -> inbound.DeliveryReport:
         report.dead_letters += 1
     if report.unknown_addresses:
         log.warning("deliveries for unknown organization addresses: %s", sorted(report.unknown_addresses))
-    return report
+    return report, taken
 
 
 def _one_by_one(app: Flask, environment: str, ids: list[uuid.UUID]) -> int:

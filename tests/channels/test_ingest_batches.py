@@ -127,6 +127,32 @@ def test_a_burst_is_drained_in_batches_one_commit_each_every_message_once(
     assert len(created_events) == 45
 
 
+def test_a_batch_stops_at_its_event_cap_and_the_rest_is_drained_next(
+    app: Flask,
+    wa: Channel,
+    deliver: Deliver,
+    held: None,
+    created_events: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Meta groups a burst: six deliveries of five messages each; a batch holds at most 12 events, so it
+    # takes three deliveries (15 events: it stops once it holds 12) and leaves the others pending.
+    ids: list[str] = []
+    for delivery in range(6):
+        messages = [wa_text(f"52155{delivery:08d}", f"m{n}", id=wamid()) for n in range(5)]
+        ids += [m["id"] for m in messages]
+        assert deliver(wa_delivery(wa_change(wa.address, messages=messages))).status_code == 200
+    for environment in (LIVE, SANDBOX):
+        monkeypatch.setitem(environment_app(app, environment).config, "INGEST_BATCH_EVENTS", 12)
+    with count_commits() as counted:
+        taken = processor.drain(app, LIVE, batch_size=20)
+    assert taken == 6
+    assert counted.count == 2  # 3 + 3 deliveries: the claimed rows left out were taken by the next batch
+    assert _stored_ids(app) == sorted(ids)
+    assert sorted(e.data["external_id"] for e in created_events) == sorted(ids)
+    assert _pending(app) == 0
+
+
 def test_a_batch_that_cannot_commit_pushes_nothing_and_stays_pending(
     app: Flask, wa: Channel, deliver: Deliver, held: None, created_events: Any
 ) -> None:

@@ -129,6 +129,14 @@ def make_user(runner: FlaskCliRunner) -> Callable[..., DeskLogin]:
     return _make
 
 
+def wait_for_htmx(page: Any) -> None:
+    """Until htmx has no request in flight and nothing swapping or settling: an event sent to an element
+    of a pane still being replaced would go to the old element, which htmx then drops."""
+    page.wait_for_function(
+        "() => !document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling, .htmx-added')"
+    )
+
+
 def sign_in(page: Any, login: DeskLogin, remember: bool = False) -> None:
     page.goto("/signin")
     page.locator("#email").fill(login.email)

@@ -11,7 +11,7 @@ import pytest
 from flask.testing import FlaskClient, FlaskCliRunner
 from playwright.sync_api import expect
 
-from tests.browser.conftest import DeskLogin, axe_violations, screenshot, sign_in
+from tests.browser.conftest import DeskLogin, axe_violations, screenshot, sign_in, wait_for_htmx
 from tests.conftest import Org
 
 TEAMS = 27  # more than a page (25), so "Show more" appears
@@ -70,9 +70,11 @@ def test_the_audit_page_in_a_browser(
     expect(rows).to_have_count(1)
     assert page.locator("#audit-rows code", has_text="team.updated").count() == 1
 
+    wait_for_htmx(page)  # a change made while the new pane settles would go to the form being replaced
     page.locator("#audit-action").select_option("member.deleted")  # nothing of that kind: the empty state
     page.locator("[data-empty]").wait_for()
 
+    wait_for_htmx(page)
     page.locator("#audit-action").select_option("")
     page.locator("#audit-rows tr[data-audit-id]").first.wait_for()
     page.set_viewport_size({"width": 800, "height": 800})  # a narrow window scrolls nothing sideways

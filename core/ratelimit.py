@@ -114,7 +114,9 @@ class Outcome:
 
 
 def _seconds(milliseconds: float) -> int:
-    return max(math.ceil(milliseconds / 1000), 1)
+    # whole milliseconds first: a window made this instant has (now + 60) - now = 60.00000000000001 s
+    # left in floating point, which rounded up to a 61-second reset for a 60-second window
+    return max(math.ceil(round(milliseconds) / 1000), 1)
 
 
 # ---- counters -----------------------------------------------------------------------------------------

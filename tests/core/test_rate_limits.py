@@ -321,3 +321,12 @@ def test_desk_sign_in_failures_answer_429_with_retry_after(client: FlaskClient) 
 
     assert refused.status_code == 429
     assert int(refused.headers["Retry-After"]) > 0
+
+
+def test_a_new_window_shows_its_full_length_not_one_second_more(monkeypatch: pytest.MonkeyPatch) -> None:
+    from core import ratelimit
+
+    # a clock reading where (now + 60) - now is 60.00000000000091 in floating point
+    monkeypatch.setattr(ratelimit, "monotonic", lambda: 8174.326235239371)
+    outcome = ratelimit.MemoryCounters().hit("bucket", ratelimit.parse_rules("60/minute"))
+    assert outcome.windows[0].reset_seconds == 60

@@ -134,6 +134,7 @@ def wait_for_htmx(page: Any) -> None:
     of a pane still being replaced would go to the old element, which htmx then drops."""
     page.wait_for_function(
         "() => !document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling, .htmx-added')"
+        " && document.getAnimations().length === 0"  # and no CSS transition half-way
     )
 
 

@@ -30,7 +30,7 @@ from tests.ai.conftest import (  # noqa: F401  (fixtures)
     runs_of,
     say,
 )
-from tests.browser.conftest import DeskLogin, axe_violations, screenshot, sign_in
+from tests.browser.conftest import DeskLogin, axe_violations, screenshot, sign_in, wait_for_htmx
 from tests.browser.inbox.data import signed_in_client
 from tests.conftest import Org
 from tests.fakes.fixtures import app_config, connect, deliver, meta, meta_server, wa  # noqa: F401
@@ -260,6 +260,10 @@ def test_a_supervisor_pauses_and_resumes_the_agent_from_the_header(
     )
     assert paused.status_code == 200
     page.locator("#ai-state[data-ai-state=paused]").wait_for(timeout=LIVE_WITHIN_MS)
+    # Contrast is checked on the settled header: the new Resume button appeared under the pointer that
+    # clicked the old one, and its hover transition was measured half-way.
+    page.mouse.move(0, 0)
+    wait_for_htmx(page)
     assert axe_violations(page) == []
     assert page.errors == []
 

@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from sqlalchemy import select
 
 from blueprints.inbox.models import MemberAssignment, RoutingRule
-from blueprints.inbox.services.common import conversation_or_404, publish_updated, record_event
+from blueprints.inbox.services.common import as_uuid, conversation_or_404, publish_updated, record_event
 from blueprints.members.models import Member, Team, TeamMember
 from blueprints.members.services.members import find_member
 from blueprints.members.services.teams import find_team, members_of
@@ -355,7 +355,7 @@ def route_conversations_job(organization_id: str, conversation_ids: list[str]) -
 def _routable(organization_id: uuid.UUID, conversation_ids: list[str]) -> set[str]:
     """The ids among ``conversation_ids`` that :func:`route` could act on: the organization's, unassigned,
     not archived, and with a routing rule on their address or a team (two queries for the batch)."""
-    ids = {parsed for value in conversation_ids if (parsed := _uuid_or_none(value)) is not None}
+    ids = {parsed for value in conversation_ids if (parsed := as_uuid(value)) is not None}
     if not ids:
         return set()
     rows = db.session.execute(
@@ -380,13 +380,6 @@ def _routable(organization_id: uuid.UUID, conversation_ids: list[str]) -> set[st
         else set()
     )
     return {str(id_) for id_, address, team_id in rows if team_id is not None or address in ruled}
-
-
-def _uuid_or_none(value: str) -> uuid.UUID | None:
-    try:
-        return uuid.UUID(str(value))
-    except ValueError:
-        return None
 
 
 @job(retries=2, retry_delay=5)

@@ -47,19 +47,48 @@ from app import create_app
 from core import jobs, realtime
 from core.config import normalize_database_url
 from tests.conftest import TEST_SECRET
+from tests.fakes.meta_graph import FakeMetaGraph
 from tests.support.stores import _postgres_stores, make_stores
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "3"))
 STATEFUL_EXAMPLES = int(os.environ.get("FUZZ_STATEFUL_EXAMPLES", str(max(EXAMPLES * 8, 24))))
 STATEFUL_STEPS = int(os.environ.get("FUZZ_STATEFUL_STEPS", "6"))
 
+
+def no_graph_path_escape(ctx: Any, response: Any, case: Any) -> bool | None:
+    """No request may make the product call the Graph host outside its version prefix (with the
+    organization's token): whatever a client sends, ids are checked and quoted into one segment."""
+    escaped = GRAPH.outside_version()
+    if escaped:
+        paths = sorted({r.path for r in escaped})
+        COVERAGE.escapes += len(escaped)
+        GRAPH.received.clear()
+        raise AssertionError(f"{case.operation.label} made the product call Graph outside /v*/: {paths}")
+    GRAPH.received.clear()
+    return None
+
+
 CHECKS = [
+    no_graph_path_escape,
     not_a_server_error,
     status_code_conformance,
     content_type_conformance,
     response_headers_conformance,
     response_schema_conformance,
 ]
+
+# A fake Graph API on loopback behind a Meta-provider number of the demo organization: generated bodies
+# that name an address are steered to it every other case, so generated template ids reach the provider
+# code, and every answer is checked for a Graph request outside the versioned path (no_graph_path_escape).
+GRAPH = FakeMetaGraph().start()
+GRAPH_TOKEN = "EAAfuzzToken0123456789"
+GRAPH.tokens.add(GRAPH_TOKEN)
+GRAPH_TEMPLATE = GRAPH.add_template(
+    id="800000000000001", name="fuzz_promo", language="es_MX", components=[{"type": "BODY", "text": "Hola"}]
+)
+META_ADDRESS = "106540352242922"
+# Template ids that would leave the versioned path or start a query string if sent as written.
+STEERING_IDS = ("../../_ctl/stats", "800000000000001?fields=name", "..", "800000000000001/../../x", "%2e%2e")
 
 _folder = Path(tempfile.mkdtemp(prefix="agentdesk-fuzz-"))
 if os.environ.get("TEST_DATABASE_URL"):
@@ -81,6 +110,8 @@ app = create_app(
         # The fuzzer sends hundreds of requests a second with one key; the limits have their own tests
         # (tests/core/test_rate_limits.py) and their 429 is documented on every operation.
         "RATE_LIMIT_ENABLED": False,
+        "META_GRAPH_URL": GRAPH.graph_url,
+        "META_HTTP_TIMEOUT": 5,
     }
 )
 _runner = app.test_cli_runner()
@@ -91,6 +122,14 @@ _runner.invoke(args=["setup"], catch_exceptions=False)
 _seeded = _runner.invoke(args=["demo", "seed"], catch_exceptions=False).output
 ORGANIZATION_ID = re.search(r"Demo organization: .* \(([0-9a-f-]{36})\)", _seeded).group(1)  # type: ignore[union-attr]
 HEADERS = {"X-API-Key": re.search(r"live API key: (\S+)", _seeded).group(1)}  # type: ignore[union-attr]
+_connected = _runner.invoke(
+    args=[
+        *("channels", "connect", "--org", ORGANIZATION_ID, "--service", "whatsapp", "--provider", "meta"),
+        *("--address", META_ADDRESS, "--waba-id", "102290129340398", "--access-token", GRAPH_TOKEN),
+    ],
+    catch_exceptions=False,
+)
+assert _connected.exit_code == 0, _connected.output
 
 schema = schemathesis.openapi.from_wsgi("/openapi.json", app).include(path_regex="^/v")
 # CI runs the explicit examples, the fuzzing phase (positive and negative data) and the stateful walk.
@@ -121,6 +160,9 @@ class Coverage:
         # every check that failed in the stateful walk, kept apart from Hypothesis' own reporting (below)
         self.stateful_failures: list[str] = []
         self.stateful_ended_early = False
+        self.steered = 0  # bodies naming an address (every other one steered to the Meta number)
+        self.hostile = 0  # of those, bodies given a path-steering template id
+        self.escapes = 0  # Graph requests outside the versioned path (each fails its case)
 
     def record(self, case: Any, status: int) -> None:
         self.operations.add(case.operation.label)
@@ -145,6 +187,11 @@ class Coverage:
                 "stateful: Hypothesis stopped the walk early (a replayed scenario met the server's changed "
                 "data: FlakyStrategyDefinition); every step it ran was checked"
             )
+        write(
+            f"Graph: {self.steered // 2 + self.steered % 2} bodies steered to the Meta number, "
+            f"{self.hostile} with a path-steering template id; "
+            f"{self.escapes} Graph requests outside the version prefix"
+        )
         write(f"checks: {', '.join(check.__name__ for check in CHECKS)}")
 
 
@@ -170,6 +217,20 @@ def _prepare(case: Any) -> None:
     # operation runs; the refusal is the isolation matrix's subject, the fuzzer's is the operation.
     headers = {k: v for k, v in (case.headers or {}).items() if k.lower() != "authorization"}
     case.headers = {**headers, **HEADERS}
+    # Every other body that names an address names the Meta number (with a deliverable recipient), so
+    # its ids meet the provider code; every other one of those with a template id carries a
+    # path-steering id instead of the generated one.
+    if isinstance(case.body, dict) and "organization_address" in case.body:
+        COVERAGE.steered += 1
+        if COVERAGE.steered % 2:
+            case.body["organization_address"] = META_ADDRESS
+            if "to" in case.body:
+                case.body["to"] = "+5215512345678"
+            if "recipients" in case.body:
+                case.body["recipients"] = [{"to": "+5215512345678"}]
+            if "meta_template_id" in case.body and (COVERAGE.steered // 2) % 2 == 0:
+                case.body["meta_template_id"] = STEERING_IDS[COVERAGE.hostile % len(STEERING_IDS)]
+                COVERAGE.hostile += 1
 
 
 @schema.parametrize()

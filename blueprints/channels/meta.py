@@ -12,12 +12,14 @@ import logging
 import re
 import time
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 from flask import current_app
 
 from blueprints.channels.crypto import decrypt_token
 from blueprints.channels.models import OrganizationAddress
+from blueprints.channels.provider_ids import META_IDS
 from blueprints.channels.providers import (
     APPROVED,
     TEMPLATE_SERVICES,
@@ -42,6 +44,14 @@ TEMPLATE_FIELDS = "id,name,language,status,category,parameter_format,components"
 TEMPLATE_PAGE_SIZE = 100
 MAX_TEMPLATE_PAGES = 20
 LIST_TIMEOUT = 5.0
+# What httpx raises besides its HTTPError family: a URL it cannot build (a control character, a huge
+# value), a cookie clash, a stream read twice. Each is the provider call failing, never a 500.
+CLIENT_ERRORS: tuple[type[Exception], ...] = (
+    httpx.HTTPError,
+    httpx.InvalidURL,
+    httpx.CookieConflict,
+    httpx.StreamError,
+)
 
 
 _shared: list[httpx.Client] = []
@@ -132,6 +142,7 @@ def send_api_body(message: OutboundMessage) -> dict[str, Any]:
 
 class MetaProvider:
     name = "meta"
+    ids = META_IDS
 
     def __init__(self, base_url: str, timeout: float) -> None:
         self.base_url = base_url.rstrip("/")
@@ -146,10 +157,15 @@ class MetaProvider:
             raise ProviderError("no_token", "Organization address does not have an access token")
         return decrypt_token(address.access_token_encrypted)
 
+    def url(self, *segments: str) -> str:
+        """The versioned Graph URL of ``segments``, each quoted whole: a segment can never add a path
+        level, leave the version prefix (``..``) or start a query string, whatever it holds."""
+        return "/".join([self.base_url, *(quote(segment, safe="") for segment in segments)])
+
     def _request(
         self,
         method: str,
-        path: str,
+        segments: tuple[str, ...],
         token: str,
         *,
         json: Any = None,
@@ -157,7 +173,7 @@ class MetaProvider:
         timeout: httpx.Timeout | None = None,
         safe: bool,
     ) -> dict[str, Any]:
-        url = f"{self.base_url}/{path.lstrip('/')}"
+        url = self.url(*segments)
         headers = {"Authorization": f"Bearer {token}"}
         attempts = 1 + CONNECT_RETRIES
         for attempt in range(attempts):
@@ -176,7 +192,7 @@ class MetaProvider:
                 if safe and attempt + 1 < attempts:
                     continue
                 raise ProviderError("timeout", "The provider did not answer in time", str(exc)) from exc
-            except httpx.HTTPError as exc:
+            except CLIENT_ERRORS as exc:
                 raise ProviderError("network", "Could not reach the provider", str(exc)) from exc
             if response.status_code >= 500 and safe and attempt + 1 < attempts:
                 time.sleep(RETRY_PAUSES[min(attempt, len(RETRY_PAUSES) - 1)])
@@ -196,14 +212,14 @@ class MetaProvider:
         token = self._token(address)
         if address.service == "whatsapp":
             data = self._request(
-                "POST", f"{address.address}/messages", token, json=whatsapp_body(message), safe=False
+                "POST", (address.address, "messages"), token, json=whatsapp_body(message), safe=False
             )
             sent = (data.get("messages") or [{}])[0]
             if not sent.get("id"):
                 raise ProviderError("bad_response", "The provider did not return a message id")
             return SendResult(str(sent["id"]), sent.get("message_status"))
         data = self._request(
-            "POST", f"{address.address}/messages", token, json=send_api_body(message), safe=False
+            "POST", (address.address, "messages"), token, json=send_api_body(message), safe=False
         )
         if not data.get("message_id"):
             raise ProviderError("bad_response", "The provider did not return a message id")
@@ -211,7 +227,7 @@ class MetaProvider:
 
     def get_template(self, address: OrganizationAddress, template_id: str) -> Template:
         token = self._token(address)
-        data = self._request("GET", template_id, token, safe=True)
+        data = self._request("GET", (template_id,), token, safe=True)
         return Template.from_graph(data)
 
     def list_templates(self, address: OrganizationAddress) -> list[Template]:
@@ -238,7 +254,7 @@ class MetaProvider:
         seen_cursors: set[str] = set()
         for _page in range(MAX_TEMPLATE_PAGES):
             data = self._request(
-                "GET", f"{waba_id}/message_templates", token, params=params, timeout=timeout, safe=True
+                "GET", (waba_id, "message_templates"), token, params=params, timeout=timeout, safe=True
             )
             for item in data.get("data") or []:
                 if isinstance(item, dict):

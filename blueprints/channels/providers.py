@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from blueprints.channels.models import OrganizationAddress
+from blueprints.channels.provider_ids import IdForm
 from core.environments import SANDBOX, current_environment
 
 # Meta codes grouped by what the desk does about them (meta.md §1.7, §5.1).
@@ -154,6 +155,9 @@ class ProviderError(Exception):
 
 class Provider(Protocol):
     name: str
+    # The form of this provider's object ids: every id a client sends is checked against it before it
+    # becomes part of a provider URL (provider_ids.py).
+    ids: IdForm
 
     def send(self, address: OrganizationAddress, message: OutboundMessage) -> SendResult: ...
 

@@ -16,6 +16,7 @@ from blueprints.channels.models import (
     SERVICES,
     OrganizationAddress,
 )
+from blueprints.channels.provider_ids import id_form
 from blueprints.channels.schemas import AddressOut
 from blueprints.organizations.models import Organization
 from core.db import db
@@ -51,6 +52,12 @@ def connect_address(organization_id: uuid.UUID, connection: Connection) -> Organ
     address_id = connection.address.strip()
     if not address_id or len(address_id) > 64:
         raise ApiError(400, "address: must be 1-64 characters", param="address")
+    # Both ids become segments of the provider's URLs (sends, template lists): only the provider's form.
+    ids = id_form(connection.provider)
+    ids.check(address_id, "address")
+    waba_id = (connection.waba_id or "").strip() or None
+    if waba_id is not None:
+        ids.check(waba_id, "waba_id")
     if db.session.get(Organization, organization_id) is None:
         raise ApiError(404, f"Organization {organization_id} not found")
     phone_number = None
@@ -72,7 +79,7 @@ def connect_address(organization_id: uuid.UUID, connection: Connection) -> Organ
     extra = dict(record.extra or {})
     for key, value in (
         ("phone_number", phone_number),
-        ("waba_id", connection.waba_id),
+        ("waba_id", waba_id),
         ("verified_name", connection.verified_name),
     ):
         if value:

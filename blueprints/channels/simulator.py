@@ -31,6 +31,7 @@ from typing import Any
 
 from blueprints.channels.inbound import InboundMessage, StatusUpdate, hand_over, whatsapp_contact_address
 from blueprints.channels.models import OrganizationAddress
+from blueprints.channels.provider_ids import SIMULATOR_IDS
 from blueprints.channels.providers import (
     APPROVED,
     TEMPLATE_SERVICES,
@@ -107,6 +108,7 @@ def _digits(value: str) -> str:
 
 class SimulatorProvider:
     name = "simulator"
+    ids = SIMULATOR_IDS
 
     def send(self, address: OrganizationAddress, message: OutboundMessage) -> SendResult:
         to = _digits(message.to)

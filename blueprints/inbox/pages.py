@@ -24,6 +24,7 @@ from flask_babel import gettext as _
 from werkzeug.datastructures import MultiDict
 from werkzeug.routing import BuildError
 
+from blueprints.channels.provider_ids import INVALID_PROVIDER_ID
 from blueprints.channels.providers import MediaRef
 from blueprints.channels.services import list_addresses
 from blueprints.desk import formats
@@ -823,6 +824,8 @@ def _refused(error: ApiError) -> Response:
         messaging.TEMPLATE_LOOKUP_FAILED: _("The template could not be found."),
         messaging.PARAMETER_NAME_MISSING: _("Fill in every field of the template."),
     }
+    if error.code == INVALID_PROVIDER_ID:
+        return _problem(_("That template does not belong to this number."), 422)
     return _problem(
         known.get(error.message or "", error.message or _("That did not work.")),
         422 if error.status < 500 else error.status,

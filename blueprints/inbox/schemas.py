@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, RootModel, field_validator, model_validator
 
+from blueprints.channels.provider_ids import ID_PATTERN
 from blueprints.messaging.schemas import ConversationOut
 from core.pagination import CURSOR_MAX_LENGTH, SkipTakeQuery
 from core.responses import ResponseModel
@@ -221,8 +222,10 @@ class BroadcastRecipientIn(RequestModel):
 
 class BroadcastIn(RequestModel):
     name: str | None = Field(None, max_length=200)
-    organization_address: str = Field(min_length=1)
-    meta_template_id: str = Field(min_length=1)
+    organization_address: str = Field(min_length=1, max_length=64)
+    meta_template_id: str = Field(
+        min_length=1, max_length=64, pattern=ID_PATTERN, description="The provider's template id"
+    )
     components: list[TemplateComponent] = Field(default_factory=list)
     recipients: list[BroadcastRecipientIn] = Field(min_length=1)
     rate_per_second: int | None = Field(None, ge=1, le=1000)

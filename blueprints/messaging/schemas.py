@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from blueprints.channels.provider_ids import ID_PATTERN
 from blueprints.messaging.models import Conversation
 from blueprints.messaging.reactions import visible
 from core.db import isoformat
@@ -134,7 +135,9 @@ class TemplateComponentIn(RequestModel):
 class SendTemplateIn(RequestModel):
     organization_address: str = Field(min_length=1, max_length=64)
     to: str = Field(min_length=1, max_length=32, description="Recipient phone number, E.164")
-    meta_template_id: str = Field(min_length=1, max_length=64)
+    meta_template_id: str = Field(
+        min_length=1, max_length=64, pattern=ID_PATTERN, description="The provider's template id"
+    )
     do_not_pause: bool = False
     components: list[TemplateComponentIn] = Field(default_factory=list, max_length=20)
     member_id: str | None = Field(None, max_length=64)

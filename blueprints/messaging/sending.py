@@ -363,6 +363,7 @@ def send_template(organization_id: uuid.UUID, send: TemplateSend) -> Message:
         raise ApiError(400, PARAMETER_NAME_MISSING, param="components")
     to = contact_address_for("whatsapp", send.to, "to")
     provider = provider_for(address)
+    provider.ids.check(send.meta_template_id, "meta_template_id")
     try:
         template = provider.get_template(address, send.meta_template_id)
     except (ProviderError, TokenDecryptionError) as error:

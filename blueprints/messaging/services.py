@@ -328,7 +328,9 @@ def template_for(organization_id: uuid.UUID, organization_address: str, template
     """The template as the provider has it now (to show its form and preview before sending; the send
     reads it again). 404 ``Failed to get template from Meta`` when the provider does not know it."""
     address = sendable_address(organization_id, organization_address, None)
+    provider = provider_for(address)
+    provider.ids.check(template_id, "meta_template_id")
     try:
-        return provider_for(address).get_template(address, template_id)
+        return provider.get_template(address, template_id)
     except (ProviderError, TokenDecryptionError):
         raise ApiError(404, TEMPLATE_LOOKUP_FAILED, param="meta_template_id") from None

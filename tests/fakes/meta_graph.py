@@ -116,6 +116,11 @@ class FakeMetaGraph:
         app.add_url_rule(
             "/<version>/<object_id>/message_templates", "templates", self._list_templates, methods=["GET"]
         )
+        # Anything else (another depth, another method) is recorded and answered as Graph does.
+        app.add_url_rule(
+            "/", "stray_root", self._stray, defaults={"rest": ""}, methods=["GET", "POST", "DELETE"]
+        )
+        app.add_url_rule("/<path:rest>", "stray", self._stray, methods=["GET", "POST", "DELETE"])
         self._server = make_server("127.0.0.1", 0, app, threaded=True)
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self
@@ -161,6 +166,11 @@ class FakeMetaGraph:
     def sends(self) -> list[Received]:
         return [r for r in self.received if r.method == "POST"]
 
+    def outside_version(self) -> list[Received]:
+        """Every request whose path left the versioned prefix ``/<VERSION>/`` (``/_ctl/stats`` reached
+        through ``../``, say): the application must never send one, whatever a client gave it."""
+        return [r for r in self.received if not r.path.startswith(f"/{VERSION}/")]
+
     def template_lists(self) -> list[Received]:
         """Every ``GET /<waba_id>/message_templates`` received (one per page)."""
         return [r for r in self.received if r.path.endswith("/message_templates")]
@@ -189,6 +199,16 @@ class FakeMetaGraph:
         if token not in self.tokens:
             return graph_error(401, 190, "Invalid OAuth access token", message="Invalid OAuth access token.")
         return None
+
+    def _stray(self, rest: str) -> Response:
+        self._record(rest)
+        return graph_error(
+            400,
+            2500,
+            "Unknown path components",
+            error_type="OAuthException",
+            message=f"Unknown path components: /{rest}",
+        )
 
     def _read(self, version: str, object_id: str) -> Response:
         self._record(object_id)

@@ -138,8 +138,10 @@ def create_broadcast(
 def _approved_template(address: OrganizationAddress, template_id: str) -> Template:
     """Read the template once at creation so a broadcast with a bad template never starts; every send
     reads it again (the messaging area's rule), so a template paused midway stops the rest."""
+    provider = provider_for(address)
+    provider.ids.check(template_id, "meta_template_id")
     try:
-        template = provider_for(address).get_template(address, template_id)
+        template = provider.get_template(address, template_id)
     except (ProviderError, TokenDecryptionError):
         raise ApiError(404, messaging.TEMPLATE_LOOKUP_FAILED, param="meta_template_id") from None
     if template.status != "APPROVED":

@@ -7,6 +7,7 @@ served at ``/openapi.json`` (and ``/sandbox/openapi.json``) with a Swagger UI un
 from __future__ import annotations
 
 import inspect
+from threading import Lock
 from typing import Any
 
 from flask import request
@@ -108,6 +109,36 @@ TAG_ORGANIZATIONS = Tag(name="Organizations", description="Organization lookup")
 _METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 
 
+class AreaAPI(APIBlueprint):
+    """An area's API blueprint whose OpenAPI description is written when the document is first asked for,
+    not when its routes are declared.
+
+    flask-openapi3 describes each route as it is decorated: the JSON schema of every request and response
+    model, about half of what building the app cost (every CLI command paid it, twice, for a document
+    it never shows). Here a route is declared with the library's ``doc_ui=False`` path (only the request
+    models are read, which validation needs) and its description is kept for :meth:`document`, which
+    the app calls once per process on the first request for ``/openapi.json`` or ``/docs``; the live and
+    sandbox apps share the result (they register the same blueprint objects).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._undocumented: list[tuple[str, Any, dict[str, Any]]] = []
+        self._documenting = Lock()
+
+    def _collect_openapi_info(self, rule: str, func: Any, *, doc_ui: bool = True, **kwargs: Any) -> Any:
+        if self.doc_ui is True and doc_ui is True:
+            self._undocumented.append((rule, func, kwargs))
+        return super()._collect_openapi_info(rule, func, doc_ui=False, **kwargs)
+
+    def document(self) -> None:
+        """Describe every route declared so far (idempotent; safe from several request threads)."""
+        with self._documenting:
+            while self._undocumented:
+                rule, func, kwargs = self._undocumented.pop(0)
+                super()._collect_openapi_info(rule, func, doc_ui=True, **kwargs)
+
+
 class AgentDeskOpenAPI(OpenAPI):
     """flask-openapi3's app, with two additions:
 
@@ -117,6 +148,17 @@ class AgentDeskOpenAPI(OpenAPI):
     - path items merge when two areas publish methods on one path (the messaging area's GET of a
       conversation and the inbox's PATCH/DELETE); the library would keep only the last.
     """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._area_apis: list[AreaAPI] = []
+        self._generating = Lock()
+
+    @property
+    def api_doc(self) -> dict[str, Any]:
+        # One thread writes the document; the others wait for it rather than write it again.
+        with self._generating:
+            return super().api_doc
 
     def dispatch_request(self) -> Any:
         _refuse_unstorable_parameters()
@@ -130,13 +172,33 @@ class AgentDeskOpenAPI(OpenAPI):
         return result
 
     def generate_spec_json(self) -> None:
+        # The areas' descriptions are written now, on the first request for the document (AreaAPI).
+        for api in self._area_apis:
+            api.document()
+            self._add_description(api)
+        self._area_apis = []
         super().generate_spec_json()
         document_errors(self.spec_json)
         link_operations(self.spec_json)
 
     def register_api(self, api: APIBlueprint, **options: Any) -> None:
+        if not isinstance(api, AreaAPI):
+            raise TypeError(f"{api.name}: an area's API blueprint is a core.openapi.AreaAPI")
+        if options:
+            raise TypeError("AreaAPI blueprints are registered with their own url_prefix")
+        self._area_apis.append(api)
+        self.register_blueprint(api)
+
+    def _add_description(self, api: APIBlueprint) -> None:
+        """What flask-openapi3's ``register_api`` adds to the document (tags, paths, schemas), with path
+        items merged when two areas publish methods on one path."""
+        for tag in api.tags:
+            if tag.name not in self.tag_names:
+                self.tags.append(tag)
+                self.tag_names.append(tag.name)
         before = {path: item for path, item in self.paths.items() if path in api.paths}
-        super().register_api(api, **options)
+        self.paths.update(**api.paths)
+        self.components_schemas.update(**api.components_schemas)
         for path, earlier in before.items():
             current = self.paths[path]
             missing = {

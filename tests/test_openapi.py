@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
+import pytest
 from flask import Flask
 from flask.testing import FlaskClient
+from flask_openapi3 import APIBlueprint, Tag
 
+from app import create_app
 from core.environments import SANDBOX, environment_app
+from core.openapi import AreaAPI
 
 API_PREFIXES = ("/v1/", "/v2/")
 
@@ -73,3 +78,30 @@ def test_no_two_models_share_a_component_name(app: Flask, client: FlaskClient) -
     components = client.get("/openapi.json").get_json()["components"]["schemas"]
     shared = {name: where for name, where in owners.items() if len(where) > 1 and name in components}
     assert shared == {}
+
+
+def test_the_document_is_written_on_first_request_not_at_start_up(app_config: dict[str, Any]) -> None:
+    """Building the app (every CLI command, every worker) describes no route: the areas' descriptions are
+    written when the document is first asked for, and a route declared later is described too."""
+    fresh = create_app(app_config)
+    sandbox = environment_app(fresh, SANDBOX)
+    assert fresh.spec_json == {} and sandbox.spec_json == {}  # type: ignore[attr-defined]
+    late = AreaAPI("late_area", __name__, url_prefix="/v2/late", abp_tags=[Tag(name="Late")])
+
+    @late.get("/things")
+    def list_things() -> dict[str, str]:
+        """Things declared after start-up."""
+        return {}
+
+    assert late._undocumented  # declared, not yet described
+    fresh.register_api(late)  # type: ignore[attr-defined]
+    client = fresh.test_client()
+    document = client.get("/openapi.json").get_json()
+    assert document["paths"]["/v2/late/things"]["get"]["summary"] == "Things declared after start-up."
+    assert not late._undocumented
+    assert client.get("/sandbox/openapi.json").get_json()["paths"].keys() >= {"/v1/organizations"}
+
+
+def test_a_plain_api_blueprint_is_refused(app: Flask) -> None:
+    with pytest.raises(TypeError, match="AreaAPI"):
+        app.register_api(APIBlueprint("plain", __name__, url_prefix="/v2/plain"))  # type: ignore[attr-defined]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from flask_openapi3 import APIBlueprint, Tag
+from flask_openapi3 import Tag
 from sqlalchemy import select
 
 from blueprints.ai import handoff, knowledge, playground
@@ -40,14 +40,14 @@ from core import auth
 from core.auth import current_actor
 from core.db import isoformat
 from core.errors import ApiError
-from core.openapi import API_KEY_ONLY, PlainError, error_responses
+from core.openapi import API_KEY_ONLY, AreaAPI, PlainError, error_responses
 from core.pagination import paginate
 
 TAG_KNOWLEDGE = Tag(name="Members: knowledge", description="Knowledge documents the AI agents answer from")
 TAG_RUNS = Tag(name="Members: AI agents", description="AI agents and their configuration")
 TAG_PAUSE = Tag(name="Messaging: AI agent on a conversation", description="Pause or resume the AI agent")
 
-api = APIBlueprint(
+api = AreaAPI(
     "ai_members_api",
     __name__,
     url_prefix="/v1/members/organizations/<organization_id>",
@@ -56,7 +56,7 @@ api = APIBlueprint(
 )
 auth.protect(api)
 
-messaging_api = APIBlueprint(
+messaging_api = AreaAPI(
     "ai_messaging_api",
     __name__,
     url_prefix="/v2/messages/organizations/<organization_id>",

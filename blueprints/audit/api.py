@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask_openapi3 import APIBlueprint, Tag
+from flask_openapi3 import Tag
 
 from blueprints.audit import services
 from blueprints.audit.schemas import AuditList, AuditListQuery, OrgPath
 from core import auth
-from core.openapi import API_KEY_ONLY, PlainError, error_responses
+from core.openapi import API_KEY_ONLY, AreaAPI, PlainError, error_responses
 from core.pagination import TOTAL_RELATION_HEADER
 
 TAG = Tag(
@@ -19,7 +19,7 @@ TAG = Tag(
     description="Administrative actions (keys, channels, agent configurations, members, teams, deletions)",
 )
 
-api = APIBlueprint(
+api = AreaAPI(
     "audit_api",
     __name__,
     url_prefix="/v1/members/organizations/<organization_id>",

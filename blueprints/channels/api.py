@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask_openapi3 import APIBlueprint, Tag
+from flask_openapi3 import Tag
 
 from blueprints.channels import dead_letters, services
 from blueprints.channels.schemas import (
@@ -17,9 +17,9 @@ from blueprints.channels.schemas import (
     OrgPath,
 )
 from core import auth
-from core.openapi import API_KEY_ONLY, PlainError, error_responses
+from core.openapi import API_KEY_ONLY, AreaAPI, PlainError, error_responses
 
-api = APIBlueprint(
+api = AreaAPI(
     "channels_api",
     __name__,
     url_prefix="/v2/messages/organizations/<organization_id>",

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import fields as dataclass_fields
 from typing import Any
 
-from flask_openapi3 import APIBlueprint, Tag
+from flask_openapi3 import Tag
 from pydantic import BaseModel
 
 from blueprints.crm.schemas import (
@@ -97,7 +97,7 @@ from blueprints.crm.services.products import ProductFilters
 from blueprints.crm.services.tasks import TaskFilters
 from blueprints.crm.services.tickets import TicketFilters
 from core import auth
-from core.openapi import API_KEY_OR_JWT, CrmError, error_responses
+from core.openapi import API_KEY_OR_JWT, AreaAPI, CrmError, error_responses
 from core.pagination import Page
 
 PREFIX = "/v1/crm/organizations/<organization_id>"
@@ -106,8 +106,8 @@ Json = dict[str, Any]
 Created = tuple[Json, int]
 
 
-def _blueprint(name: str, tag: str, description: str) -> APIBlueprint:
-    blueprint = APIBlueprint(
+def _blueprint(name: str, tag: str, description: str) -> AreaAPI:
+    blueprint = AreaAPI(
         f"crm_{name}",
         __name__,
         url_prefix=PREFIX,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask_openapi3 import APIBlueprint, Tag
+from flask_openapi3 import Tag
 
 from blueprints.inbox.schemas import (
     AddressesByLabelQuery,
@@ -53,7 +53,7 @@ from blueprints.inbox.services.common import as_uuid
 from blueprints.messaging.schemas import MessageOut
 from core import auth
 from core.errors import ACCESS_DENIED, ApiError
-from core.openapi import API_KEY_ONLY, PlainError, error_responses
+from core.openapi import API_KEY_ONLY, AreaAPI, PlainError, error_responses
 from core.pagination import TOTAL_RELATION_HEADER
 
 PREFIX = "/v2/messages/organizations/<organization_id>"
@@ -61,7 +61,7 @@ TAG = Tag(
     name="Inbox", description="Conversations: lists, assignment, notes, audit events, labels, broadcasts"
 )
 
-api = APIBlueprint(
+api = AreaAPI(
     "inbox_api",
     __name__,
     url_prefix=PREFIX,

@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from flask import Response
-from flask_openapi3 import APIBlueprint, Tag
+from flask_openapi3 import Tag
 
 from blueprints.members.models import Team
 from blueprints.members.schemas import (
@@ -52,7 +52,7 @@ from blueprints.members.schemas import (
 from blueprints.members.services import agents, presence, reasons, stats, teams
 from core import auth
 from core.auth import current_actor
-from core.openapi import API_KEY_ONLY, PlainError, error_responses
+from core.openapi import API_KEY_ONLY, AreaAPI, PlainError, error_responses
 from core.pagination import SkipTakeQuery
 from core.timeutil import day_end, day_start, get_zone
 
@@ -60,7 +60,7 @@ TAG_AGENTS = Tag(name="Members: AI agents", description="AI agents and their con
 TAG_PRESENCE = Tag(name="Members: presence", description="Presence, unavailability reasons, statistics")
 TAG_TEAMS = Tag(name="Members: teams", description="Teams of members")
 
-api = APIBlueprint(
+api = AreaAPI(
     "members_api",
     __name__,
     url_prefix="/v1/members/organizations/<organization_id>",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flask_openapi3 import APIBlueprint, Tag
+from flask_openapi3 import Tag
 
 from blueprints.members.schemas import (
     MemberCreate,
@@ -17,11 +17,11 @@ from blueprints.members.schemas import (
 from blueprints.members.services import members
 from core import auth
 from core.auth import current_actor
-from core.openapi import API_KEY_ONLY, PlainError, error_responses
+from core.openapi import API_KEY_ONLY, AreaAPI, PlainError, error_responses
 
 TAG = Tag(name="Messaging: members", description="Human and AI members of the organization")
 
-api = APIBlueprint(
+api = AreaAPI(
     "messaging_members_api",
     __name__,
     url_prefix="/v2/messages/organizations/<organization_id>/members",

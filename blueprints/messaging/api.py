@@ -7,7 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 from flask import request
-from flask_openapi3 import APIBlueprint, Tag
+from flask_openapi3 import Tag
 
 from blueprints.channels.providers import MediaRef
 from blueprints.messaging import services
@@ -41,13 +41,13 @@ from blueprints.messaging.sending import Content, IdempotencyRef, TemplateSend
 from core import auth
 from core.db import isoformat
 from core.idempotency import HEADER, idempotent, request_scope
-from core.openapi import API_KEY_ONLY, PlainError, error_responses, rate_limited
+from core.openapi import API_KEY_ONLY, AreaAPI, PlainError, error_responses, rate_limited
 from core.pagination import TOTAL_RELATION_HEADER
 from core.timeutil import parse_iso_datetime
 
 PREFIX = "/v2/messages/organizations/<organization_id>"
 TAG = Tag(name="Messaging", description="Messages, the service window, conversations and contacts")
-api = APIBlueprint(
+api = AreaAPI(
     "messaging_api",
     __name__,
     url_prefix=PREFIX,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from flask_openapi3 import APIBlueprint, Tag
+from flask_openapi3 import Tag
 
 from blueprints.notifications import senders, services
 from blueprints.notifications.schemas import (
@@ -19,14 +19,14 @@ from blueprints.notifications.schemas import (
     SigningSecretOut,
 )
 from core import auth
-from core.openapi import API_KEY_ONLY, PlainError, error_responses
+from core.openapi import API_KEY_ONLY, AreaAPI, PlainError, error_responses
 
 TAG = Tag(
     name="Members: AI agent notifications",
     description="Deliveries of an AI agent's notifications (e-mail, WhatsApp, signed webhooks)",
 )
 
-api = APIBlueprint(
+api = AreaAPI(
     "notifications_api",
     __name__,
     url_prefix="/v1/members/organizations/<organization_id>",

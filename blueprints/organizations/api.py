@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from flask_openapi3 import APIBlueprint
-
 from blueprints.organizations import services
 from blueprints.organizations.schemas import OrganizationList, OrganizationOut
 from core import auth
-from core.openapi import API_KEY_ONLY, TAG_ORGANIZATIONS, PlainError, error_responses
+from core.openapi import API_KEY_ONLY, TAG_ORGANIZATIONS, AreaAPI, PlainError, error_responses
 
 PREFIX = "/v1/organizations"
 
-api = APIBlueprint(
+api = AreaAPI(
     "organizations_api",
     __name__,
     url_prefix=PREFIX,

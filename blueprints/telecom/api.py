@@ -11,7 +11,7 @@ import uuid
 from typing import Any
 
 from flask import request
-from flask_openapi3 import APIBlueprint, Tag
+from flask_openapi3 import Tag
 
 from blueprints.telecom.schemas import (
     AddressCreate,
@@ -64,15 +64,15 @@ from blueprints.telecom.schemas import (
 from blueprints.telecom.services import catalogue, kyc, ledger, subscriptions, users
 from core import auth
 from core.idempotency import idempotent
-from core.openapi import API_KEY_ONLY, TelecomError, error_responses
+from core.openapi import API_KEY_ONLY, AreaAPI, TelecomError, error_responses
 
 PREFIX = "/v1/partner"
 Json = dict[str, Any]
 Answer = tuple[Json, int]
 
 
-def _blueprint(name: str, tag: str, description: str) -> APIBlueprint:
-    blueprint = APIBlueprint(
+def _blueprint(name: str, tag: str, description: str) -> AreaAPI:
+    blueprint = AreaAPI(
         f"telecom_{name}",
         __name__,
         url_prefix=PREFIX,

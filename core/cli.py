@@ -93,6 +93,9 @@ def serve_command(host: str, port: int, debug: bool) -> None:
 @click.option("--workers", default=2, show_default=True, type=int)
 def worker_command(workers: int) -> None:
     """Consume the job queue in this process (use with REDIS_URL)."""
+    # Say which queue: a worker started with another deployment's environment (JOBS_QUEUE_NAME,
+    # SOCKETIO_CHANNEL) would otherwise wait silently on a queue nobody fills.
+    click.echo(f"consuming job queue {jobs.queue().name!r} ({current_app.config.get('JOBS_MODE')})")
     jobs.run_worker(workers)
 
 

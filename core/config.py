@@ -16,6 +16,21 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_INSTANCE_PATH = PROJECT_ROOT / "instance"
 
 
+DEFAULT_SOCKETIO_CHANNEL = "agentdesk-socketio"
+# The queue name every deployment used before JOBS_QUEUE_NAME existed; kept for the default channel.
+LEGACY_JOBS_QUEUE_NAME = "agentdesk"
+
+
+def jobs_queue_name(socketio_channel: str | None) -> str:
+    """The job queue's name when ``JOBS_QUEUE_NAME`` is unset: the Socket.IO channel's name, except for
+    the default channel, which keeps the queue's historical name ``agentdesk``. A deployment upgraded
+    without setting either variable finds the jobs it had queued and scheduled (retries hours ahead)
+    where it left them, instead of orphaning them under a key no worker reads."""
+    if not socketio_channel or socketio_channel == DEFAULT_SOCKETIO_CHANNEL:
+        return LEGACY_JOBS_QUEUE_NAME
+    return socketio_channel
+
+
 def normalize_database_url(url: str) -> str:
     """Point plain ``postgresql://`` URLs at psycopg 3, the driver this project installs."""
     for prefix in ("postgresql://", "postgres://"):
@@ -57,7 +72,12 @@ def load_settings(overrides: dict[str, Any] | None = None) -> dict[str, Any]:
         "SANDBOX_PREFIX": "/sandbox",
         # Redis pub/sub channel of the Socket.IO message queue; a separate one isolates a deployment (or a
         # test run) that shares a Redis server with others.
-        "SOCKETIO_CHANNEL": env.get("SOCKETIO_CHANNEL") or "agentdesk-socketio",
+        "SOCKETIO_CHANNEL": env.get("SOCKETIO_CHANNEL") or DEFAULT_SOCKETIO_CHANNEL,
+        # Name of the job queue (core.jobs): every Redis key of the queue (pending, scheduled, results,
+        # locks) and the rows of the embedded SQLite queue carry it. Unset: derived from SOCKETIO_CHANNEL
+        # after the overrides (see jobs_queue_name), so the one setting that separates deployments sharing
+        # a Redis separates their queues too.
+        "JOBS_QUEUE_NAME": env.get("JOBS_QUEUE_NAME") or None,
         # Channels (see docs/channels.md). The Graph base URL carries the API version; tests point it at
         # a loopback fake. Without META_APP_SECRET every webhook delivery is refused (nothing unsigned
         # is ever stored). CHANNEL_TOKEN_KEY is a Fernet key for access tokens at rest; when unset it is
@@ -136,6 +156,8 @@ def load_settings(overrides: dict[str, Any] | None = None) -> dict[str, Any]:
     settings.update(overrides)
     if not settings["RATELIMIT_STORAGE_URI"]:  # after the overrides: a test's REDIS_URL=None wins
         settings["RATELIMIT_STORAGE_URI"] = settings["REDIS_URL"] or "memory://"
+    if not settings["JOBS_QUEUE_NAME"]:  # after the overrides too: a test's own channel wins
+        settings["JOBS_QUEUE_NAME"] = jobs_queue_name(settings["SOCKETIO_CHANNEL"])
     if not settings["SECRET_KEY"]:
         settings["SECRET_KEY"] = _persistent_secret(instance_path)
     settings["DATABASE_URL"] = normalize_database_url(settings["DATABASE_URL"])

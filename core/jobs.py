@@ -5,6 +5,10 @@ Areas declare jobs with :func:`job`; callers enqueue with ``some_job.enqueue(...
 the application context of the environment (live or sandbox) that enqueued it, so it reads the right store.
 In the embedded mode the server process consumes the queue in two worker threads (``flask serve``);
 with Redis, run ``flask --app app jobs worker`` as its own process.
+
+The queue is named by ``JOBS_QUEUE_NAME`` (default: ``SOCKETIO_CHANNEL``, or ``agentdesk`` for the
+default channel): a worker consumes only the queue of its own deployment, even on a Redis shared with
+others.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from huey import Huey, MemoryHuey, RedisHuey, SqliteHuey, crontab
 from huey.consumer import Consumer
 
 from core import uow
+from core.config import jobs_queue_name
 from core.environments import ENVIRONMENTS, current_environment, in_environment
 
 log = logging.getLogger(__name__)
@@ -112,14 +117,27 @@ def _bind_periodic(huey: Huey, name: str, fn: Callable[[], Any], minute: str) ->
     huey.periodic_task(crontab(minute=minute), name=name)(run_everywhere)
 
 
+def queue_name(app: Flask) -> str:
+    """``JOBS_QUEUE_NAME``, by default derived from ``SOCKETIO_CHANNEL`` (``core.config.jobs_queue_name``).
+    Huey prefixes every key of the queue with it (``huey.redis.<name>``, ``huey.schedule.<name>``,
+    ``huey.results.<name>``, the locks ``<name>.lock.*`` inside the results), so deployments sharing a
+    Redis with different names never take each other's jobs."""
+    return str(app.config.get("JOBS_QUEUE_NAME") or jobs_queue_name(app.config.get("SOCKETIO_CHANNEL")))
+
+
 def _make_huey(app: Flask) -> Huey:
     mode = app.config.get("JOBS_MODE", "embedded")
+    name = queue_name(app)
     if mode == "inline":
-        return MemoryHuey("agentdesk", immediate=True)
+        return MemoryHuey(name, immediate=True)
     if mode == "redis":
-        return RedisHuey("agentdesk", url=app.config["REDIS_URL"])
+        # clean_name=False: Huey would otherwise strip everything but letters, digits and "_" from the
+        # name, and "desk-1" and "desk1" (two distinct Socket.IO channels) would share one queue.
+        return RedisHuey(name, url=app.config["REDIS_URL"], clean_name=False)
+    # One file per instance folder, as before; deployments that share the folder still keep apart, since
+    # the SQLite storage files every row under the queue's name.
     path = Path(app.config["INSTANCE_PATH"]) / "jobs.db"
-    return SqliteHuey("agentdesk", filename=str(path))
+    return SqliteHuey(name, filename=str(path))
 
 
 def init_app(app: Flask) -> None:
@@ -158,7 +176,7 @@ def start_embedded_consumer(workers: int = 2) -> Consumer | None:
 
 
 def run_worker(workers: int) -> None:
-    """Blocking consumer for a separate worker process (Redis mode)."""
+    """Blocking consumer for a separate worker process (Redis mode), of this deployment's queue only."""
     consumer = queue().create_consumer(workers=workers, worker_type="thread")
     consumer.run()
 

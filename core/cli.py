@@ -11,6 +11,7 @@ from flask_migrate import upgrade
 
 from core import demo, jobs
 from core.environments import ENVIRONMENTS, in_environment
+from core.realtime import mark_serving, socketio
 from core.scale.common import ScaleType
 from core.serving import JsonErrorRequestHandler
 
@@ -70,11 +71,10 @@ def seed_command(scale: float | None, quiet: bool) -> None:
 @click.option("--debug", is_flag=True)
 def serve_command(host: str, port: int, debug: bool) -> None:
     """Serve HTTP and Socket.IO (threading mode); in embedded mode also consume the job queue."""
-    from core.realtime import socketio
-
     app = current_app._get_current_object()  # type: ignore[attr-defined]
     if app.config.get("JOBS_MODE") == "embedded":
         jobs.start_embedded_consumer()
+        mark_serving(app)  # other processes (the CLI) relay their events here through the job queue
     # Flask refuses app.run() inside its own CLI unless told this is deliberate; this command *is* the runner.
     os.environ.pop("FLASK_RUN_FROM_CLI", None)
     click.echo(f"Agent Desk on http://{host}:{port}  (API docs: http://{host}:{port}/docs/)")

@@ -158,6 +158,9 @@ def queue() -> Huey:
     return _huey
 
 
+EMBEDDED_POLL_SECONDS = 0.25
+
+
 class _ThreadConsumer(Consumer):
     """A consumer that lives inside the web server process: no signal handlers of its own."""
 
@@ -169,7 +172,10 @@ def start_embedded_consumer(workers: int = 2) -> Consumer | None:
     huey = queue()
     if huey.immediate:
         return None
-    consumer = _ThreadConsumer(huey, workers=workers, worker_type="thread")
+    # Polled every 0.25 s at most when idle (huey's default backs off to 10 s): simulated replies and the
+    # events other processes relay to this server's Socket.IO clients (core.realtime) arrive promptly,
+    # and an idle poll of the SQLite queue is one indexed read.
+    consumer = _ThreadConsumer(huey, workers=workers, worker_type="thread", max_delay=EMBEDDED_POLL_SECONDS)
     consumer.start()
     log.info("job consumer started with %d threads", workers)
     return consumer

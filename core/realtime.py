@@ -11,16 +11,19 @@ workers) reach every connected client.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import os
 import queue
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 from flask import Flask, current_app, request
 from flask_socketio import SocketIO, join_room, leave_room, rooms
 
+from core import jobs
 from core.environments import ENVIRONMENTS, in_environment
 from core.events import DomainEvent, add_sink, room_for
 from core.hooks import hook
@@ -62,8 +65,70 @@ def _emit_domain_event(domain_event: DomainEvent) -> None:
         rooms_of_event += [room for room in extra or () if room not in rooms_of_event]
     if _through_message_queue():
         _EMITTER.submit(domain_event.name, domain_event.as_message(), rooms_of_event)
+    elif _server_elsewhere():
+        relay_events.enqueue([(domain_event.name, domain_event.as_message(), rooms_of_event)], time.time())
     else:
         socketio.emit(domain_event.name, domain_event.as_message(), to=rooms_of_event)
+
+
+# ------------------------------------------------------------------ the embedded set-up's event relay
+#
+# Without REDIS_URL, Socket.IO lives in the one ``serve`` process; a CLI command (``channels
+# simulate-inbound``, ``demo seed``) is another process, and what it emitted reached no browser. The
+# server already consumes the embedded job queue (instance/jobs.db), so a process that is not the server
+# hands its events to it as a job, and the server emits them to its clients. Only while a server runs
+# (its mark in the instance folder names a live process), and an event older than RELAY_MAX_AGE_SECONDS
+# when the server reaches it is dropped: a page opened since shows the stored state anyway.
+
+SERVER_MARK = "socketio-server.pid"
+RELAY_MAX_AGE_SECONDS = 30.0
+_serving_here = False
+_server_seen: tuple[float, bool] = (0.0, False)
+
+
+def mark_serving(app: Flask) -> None:
+    """Called by ``serve``: this process holds the Socket.IO clients; others relay their events here."""
+    global _serving_here
+    _serving_here = True
+    mark = Path(app.instance_path) / SERVER_MARK
+    mark.parent.mkdir(parents=True, exist_ok=True)
+    mark.write_text(str(os.getpid()))
+
+    def _unmark() -> None:
+        with contextlib.suppress(OSError):
+            if mark.read_text().strip() == str(os.getpid()):
+                mark.unlink()
+
+    atexit.register(_unmark)
+
+
+def _server_elsewhere() -> bool:
+    """Whether events of this process should be relayed: embedded jobs, not the server itself, and a
+    server process alive (checked at most once a second)."""
+    global _server_seen
+    if _serving_here or current_app.config.get("JOBS_MODE") != "embedded":
+        return False
+    checked_at, alive = _server_seen
+    if time.monotonic() - checked_at < 1.0:
+        return alive
+    try:
+        pid = int((Path(current_app.instance_path) / SERVER_MARK).read_text().strip())
+        os.kill(pid, 0)  # signal 0: only asks whether the process exists
+        alive = pid != os.getpid()
+    except (OSError, ValueError):
+        alive = False
+    _server_seen = (time.monotonic(), alive)
+    return alive
+
+
+@jobs.job(retries=0, retry_delay=0)
+def relay_events(events: list[tuple[str, dict[str, Any], list[str]]], sent_at: float) -> None:
+    """Run by the server's consumer: emit another process's events to this server's clients."""
+    if time.time() - sent_at > RELAY_MAX_AGE_SECONDS:
+        log.info("dropped %d relayed events older than %ss", len(events), RELAY_MAX_AGE_SECONDS)
+        return
+    for name, message, rooms_of_event in events:
+        socketio.emit(name, message, to=rooms_of_event)
 
 
 def _through_message_queue() -> bool:

@@ -88,16 +88,17 @@ def _flask_command() -> list[str]:
 
 @contextmanager
 def flask_servers(
-    tmp_path: Path, redis_url: str, count: int = 2, extra_env: dict[str, str] | None = None
+    tmp_path: Path, redis_url: str | None, count: int = 2, extra_env: dict[str, str] | None = None
 ) -> Iterator[Servers]:
-    """``count`` ``flask serve`` processes on one pair of SQLite stores and one Redis; killed afterwards.
-    An organization is created before they start (``servers.organization``)."""
+    """``count`` ``flask serve`` processes on one pair of SQLite stores and one Redis (``None``: no Redis,
+    the embedded set-up); killed afterwards. An organization is created before they start
+    (``servers.organization``)."""
     environment = {
         **os.environ,
         "DATABASE_URL": f"sqlite:///{tmp_path / 'live.db'}",
         "SANDBOX_DATABASE_URL": f"sqlite:///{tmp_path / 'sandbox.db'}",
         "INSTANCE_PATH": str(tmp_path / "instance"),
-        "REDIS_URL": redis_url,
+        "REDIS_URL": redis_url or "",
         "JOBS_MODE": "inline",
         "SECRET_KEY": TEST_SECRET,  # one secret: a session cookie of one process is valid at the other
         "SOCKETIO_CHANNEL": f"agentdesk-test-{uuid.uuid4().hex}",

@@ -11,7 +11,9 @@ Redis; one app process on SQLite without Redis), connects a Socket.IO client thr
 ``BENCH_MESSAGES`` messages (default 6,000) in signed deliveries of ``BENCH_PER_DELIVERY`` messages each
 (default 1; Meta groups a burst into fewer deliveries) through nginx as fast as they are answered (or at
 ``BENCH_RATE`` messages/s in total); a delivery not answered 200 is sent again afterwards, as Meta does.
-``BENCH_JOB_WORKERS`` starts that many job-worker processes (default 1). Prints:
+``BENCH_JOB_WORKERS`` starts that many job-worker processes (default 1). ``BENCH_CONTACTS`` draws the
+senders from that many numbers (default 0: a new sender for each delivery), so that several job workers
+drain batches of the same contacts and conversations at once. Prints:
 
 - accepted/s: deliveries answered 200 per second while posting (what Meta sees);
 - sustained messages/s: messages stored and pushed, from the first POST to the last ``message.created``;
@@ -20,6 +22,9 @@ Redis; one app process on SQLite without Redis), connects a Socket.IO client thr
   split at the message's ``created_at`` into webhook -> stored and stored -> client;
 - CPU milliseconds per message by component during the burst (``bench/cpu.py``), beside the machine's
   budget at the target (cores / 1,000 messages a second);
+- the burst's drain: first POST to last ``message.created``, and the tail after the last answer;
+- deadlocks: PostgreSQL's count for the database over the run (``pg_stat_database``) and the job
+  workers' log lines that name one;
 
 with the issue's target beside each. ``BENCH_ROOT`` measures another tree of the project (a checkout of
 an earlier commit) with this driver. The load runs on the same machine as the servers: the figures are
@@ -68,6 +73,9 @@ LATENCY_MESSAGES = int(os.environ.get("BENCH_LATENCY_MESSAGES", "3000"))
 # messages per delivery: 1 is the worst case; Meta groups a burst into fewer, larger deliveries
 PER_DELIVERY = max(1, int(os.environ.get("BENCH_PER_DELIVERY", "1")))
 JOB_WORKERS = max(1, int(os.environ.get("BENCH_JOB_WORKERS", "1")))  # job-worker processes (drainers)
+# senders drawn from this many numbers (0: one per delivery); a few senders make every batch of every job
+# worker touch the same contacts and conversations, the case of a campaign's answers
+CONTACTS = max(0, int(os.environ.get("BENCH_CONTACTS", "0")))
 
 
 def _delivery(address: str, external_ids: list[str], sender: str) -> bytes:
@@ -103,6 +111,13 @@ def _delivery(address: str, external_ids: list[str], sender: str) -> bytes:
     return json.dumps(payload, separators=(",", ":")).encode()
 
 
+def _sender(external_id: str) -> str:
+    """The WhatsApp number that sends the delivery of ``external_id``."""
+    if CONTACTS:
+        return f"52155{int(external_id[-8:], 16) % CONTACTS:08d}"
+    return f"52155{(hash(external_id) % 10_000_000):08d}"[:13]
+
+
 def _post_all(args: tuple[str, str, list[str], float]) -> list[tuple[str, float, int]]:
     """One sender process: THREADS threads posting its share; (external id, start time, status) for each
     message (every message of one delivery shares its delivery's start and status)."""
@@ -119,7 +134,7 @@ def _post_all(args: tuple[str, str, list[str], float]) -> list[tuple[str, float,
         mine: list[tuple[str, float, int]] = []
         next_at = time.monotonic()
         for group in groups:
-            sender = f"52155{(hash(group[0]) % 10_000_000):08d}"[:13]
+            sender = _sender(group[0])
             body = _delivery(address, group, sender)
             signature = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
             if interval:
@@ -254,6 +269,8 @@ def run_phase(
         "refused": failed,
         "events": len(got),
         "pushed_rate": len(got) / max(finished - started, 1e-9),
+        "drained_s": finished - started,
+        "tail_s": max(0.0, finished - posted_at),
         "p50": statistics.median(latencies) if latencies else float("nan"),
         "p95": _p95(latencies),
         "store_p50": statistics.median(to_store) if to_store else float("nan"),
@@ -305,6 +322,7 @@ def main() -> None:
     store = "PostgreSQL" if environment["DATABASE_URL"].startswith("postgres") else "SQLite"
     print(f"machine: {_machine()}")
     print(f"store: {store}, Redis: {'yes' if with_redis else 'no'}, job workers: {JOB_WORKERS}, tree: {root}")
+    deadlocks_before = _pg_deadlocks(environment["DATABASE_URL"])
     with topology:
         print(f"topology: {topology.url} -> {', '.join(topology.app_urls)}")
         listener = Listener(topology.url, key)
@@ -325,8 +343,11 @@ def main() -> None:
     sent = 200 + MESSAGES + LATENCY_MESSAGES
     stored = int(listed.get("total", -1))
     events = len(listener.arrived)
+    deadlocks = _pg_deadlocks(environment["DATABASE_URL"], settle=True)
     pace = f"{RATE:.0f}/s" if RATE else "as fast as answered"
-    print(f"burst: {MESSAGES} messages, {PER_DELIVERY} a delivery, {SENDERS}x{THREADS} senders, {pace}")
+    contacts = f"{CONTACTS} contacts" if CONTACTS else "a new contact each"
+    shape = f"{PER_DELIVERY} a delivery, {contacts}, {SENDERS}x{THREADS} senders, {pace}"
+    print(f"burst: {MESSAGES} messages, {shape}")
     print(
         f"  accepted/s (messages in deliveries answered 200) {burst['accepted_rate']:6.0f}   "
         f"({_refusals(burst['refused'])})"
@@ -336,6 +357,10 @@ def main() -> None:
         f"(target >= {TARGET_RATE:.0f}: {_verdict(burst['pushed_rate'] >= TARGET_RATE)})"
     )
     print(f"  webhook -> message.created   p50 {burst['p50']:7.1f} ms   p95 {burst['p95']:7.1f} ms (queued)")
+    print(
+        f"  drained in                   {burst['drained_s']:8.1f} s   first POST to last message.created "
+        f"({burst['tail_s']:.1f} s after the last answer)"
+    )
     print(
         "  CPU per message, by component (the machine's budget at the target: "
         f"{(os.cpu_count() or 1) * 1000 / TARGET_RATE:.1f} ms):"
@@ -360,11 +385,55 @@ def main() -> None:
         + ", ".join(f"{name} {mb:.0f} MB" for name, mb in resident.items())
         + f"   (target <= {TARGET_RSS_MB:.0f} MB a process: {_verdict(heaviest <= TARGET_RSS_MB)})"
     )
+    if deadlocks is not None and deadlocks_before is not None:
+        print(f"deadlocks: PostgreSQL counted {deadlocks - deadlocks_before} in the run", end="")
+    else:
+        print("deadlocks: (SQLite: none possible)", end="")
+    raised, retried = _logged_deadlocks(topology)
+    print(f"; job-worker logs: {raised} raised to the job, {retried} retried in the batch")
     all_once = stored == sent and events == sent and not listener.duplicates
     print(
         f"nothing lost: stored {stored}/{sent}, events {events}/{sent}, duplicate events "
         f"{listener.duplicates}   (target: every message stored and pushed once: {_verdict(all_once)})"
     )
+
+
+def _pg_deadlocks(database_url: str, *, settle: bool = False) -> int | None:
+    """PostgreSQL's count of deadlocks detected in the database (None on SQLite). A backend reports its
+    counts when it ends or a while after it went idle: with ``settle``, once the topology's are gone."""
+    if not database_url.startswith("postgres"):
+        return None
+    import psycopg
+
+    url = database_url.replace("postgresql+psycopg://", "postgresql://", 1)
+    with psycopg.connect(url, autocommit=True) as connection:
+        deadline = time.monotonic() + (15 if settle else 0)
+        while time.monotonic() < deadline:
+            others = connection.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND pid <> pg_backend_pid()"
+            ).fetchone()
+            if not others or not others[0]:
+                break
+            time.sleep(0.2)
+        connection.execute("SELECT pg_stat_clear_snapshot()")
+        row = connection.execute(
+            "SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()"
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def _logged_deadlocks(topology: Topology) -> tuple[int, int]:
+    """Deadlocks in the job workers' logs: raised to the job (a failed attempt, retried by the queue a
+    second later) and retried inside the batch (the processor's log line names SQLSTATE 40P01)."""
+    raised = retried = 0
+    for log in sorted((topology.workdir or Path(".")).glob("jobs-*.log")):
+        for line in log.read_text(errors="replace").splitlines():
+            if line.startswith("sqlalchemy.exc.OperationalError: (psycopg.errors.DeadlockDetected)"):
+                raised += 1
+            elif "40P01" in line:
+                retried += 1
+    return raised, retried
 
 
 def _server_pids(topology: Topology) -> dict[str, int]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import click
 from flask import current_app
@@ -12,7 +13,6 @@ from flask_migrate import upgrade
 from core import demo, jobs
 from core.environments import ENVIRONMENTS, in_environment
 from core.realtime import mark_serving, socketio
-from core.scale.common import ScaleType
 from core.serving import JsonErrorRequestHandler
 
 demo_cli = AppGroup("demo", help="Demo data.")
@@ -37,15 +37,15 @@ def setup_command() -> None:
 @demo_cli.command("seed")
 @click.option(
     "--scale",
-    type=ScaleType(),
     default=None,
     help="Also generate the large dataset (organization Scale Co, live store): 'large' for 100,000 "
     "conversations with 1,000,000 messages and the rest to match, or a fraction such as 0.01.",
 )
 @click.option("--quiet", is_flag=True, help="No progress bars for --scale.")
-def seed_command(scale: float | None, quiet: bool) -> None:
+def seed_command(scale: str | None, quiet: bool) -> None:
     """Create the demo organization and each area's demo data (idempotent)."""
     app = current_app._get_current_object()  # type: ignore[attr-defined]
+    generate = _scale_generator(scale) if scale is not None else None
     lines: list[str] = []
     for environment in ENVIRONMENTS:
         with in_environment(app, environment):
@@ -54,14 +54,28 @@ def seed_command(scale: float | None, quiet: bool) -> None:
     click.echo(f"Demo organization: {demo.DEMO_ORGANIZATION_NAME} ({demo.DEMO_ORGANIZATION_ID})")
     for line in lines:
         click.echo(f"  {line}")
-    if scale is not None:
-        # imported here: the generator pulls in every area's models and services
-        from core.scale import generate
-
-        scale_lines = generate(app, scale, quiet=quiet)
+    if generate is not None:
+        scale_lines = generate(app, quiet=quiet)
         click.echo("Large dataset:")
         for line in scale_lines:
             click.echo(f"  {line}")
+
+
+def _scale_generator(scale: str) -> Any:
+    """The large-dataset generator at ``scale``: a tool of bench/ (it writes six areas' tables), not a
+    layer of the app, so it is imported only when ``--scale`` asks for it, from a checkout."""
+    try:
+        from bench.scale import generate  # a bench tool, loaded only for --scale (docs/architecture.md)
+        from bench.scale.common import parse_scale  # idem
+    except ImportError as missing:
+        raise click.ClickException(f"--scale needs the project's bench/ folder: {missing}") from None
+    try:
+        fraction = parse_scale(scale)
+    except ValueError as error:
+        raise click.BadParameter(
+            f"{error}: give 'large' or a fraction such as 0.01", param_hint="--scale"
+        ) from None
+    return lambda app, quiet: generate(app, fraction, quiet=quiet)
 
 
 @click.command("serve")

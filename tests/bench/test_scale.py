@@ -1,4 +1,4 @@
-"""``flask --app app demo seed --scale N``: the large dataset generator (``core/scale``), run at a tiny scale.
+"""``flask --app app demo seed --scale N``: the large dataset generator (bench/scale), at a tiny scale.
 
 The rows are bulk inserts, so these tests check what the services would have kept true had they written
 them (denormalised columns, counters, label rows, histories) and that the normal JSON API reads them."""
@@ -15,6 +15,8 @@ from flask import Flask
 from flask.testing import FlaskCliRunner
 from sqlalchemy import func, select, update
 
+from bench.scale import SCALE_ORGANIZATION_ID, Counts, common, counts_of
+from bench.scale.common import parse_scale
 from blueprints.crm.models import (
     ContactIdentity,
     CrmSettings,
@@ -31,8 +33,6 @@ from blueprints.members.services.users import authenticate
 from blueprints.messaging.models import Contact, ContactAddress, Conversation, Message
 from blueprints.organizations.models import Organization
 from core.db import db
-from core.scale import SCALE_ORGANIZATION_ID, Counts, common, counts_of
-from core.scale.common import parse_scale
 
 SCALE = "0.001"
 ORG = SCALE_ORGANIZATION_ID

@@ -6,7 +6,7 @@ on realistic volumes (``--scale large``: 100,000 conversations with 1,000,000 me
 
 The small structure (organization, key, people, AI configurations, teams, channel accounts, labels,
 routing, pipelines, rates, ticket types) goes through the areas' services; the volume is bulk rows
-(``core.scale.common.Bulk``) shaped as those services write them: ``messaging``, ``members`` and ``crm``
+(``bench.scale.common.Bulk``) shaped as those services write them: ``messaging``, ``members`` and ``crm``
 each document the invariants they keep. Everything is drawn from ``random.Random(42)``, so two runs make
 the same data (times are relative to the moment of the run).
 
@@ -24,13 +24,13 @@ from random import Random
 from flask import Flask
 from sqlalchemy import func, select, update
 
+from bench.scale import crm, members, messaging
+from bench.scale.common import ZONE_NAME, Clock, Context, Counts, Progress, ScaleType, parse_scale
 from blueprints.organizations import services as organizations
 from blueprints.organizations.models import Organization
 from core.db import db, utcnow
 from core.demo import derived_secret
 from core.environments import KEY_PREFIXES, LIVE, in_environment
-from core.scale import crm, members, messaging
-from core.scale.common import ZONE_NAME, Clock, Context, Counts, Progress, ScaleType, parse_scale
 
 SCALE_ORGANIZATION_ID = uuid.UUID("5ca1e000-0c00-4000-8000-000000000042")
 SCALE_ORGANIZATION_NAME = "Scale Co"

@@ -17,12 +17,12 @@ from typing import Any
 from argon2 import PasswordHasher
 from sqlalchemy import update
 
+from bench.scale.common import Bulk, Clock, Progress, new_id
 from blueprints.members.models import Member, MemberStatusEvent, User
 from blueprints.members.services import agents, reasons, teams
 from blueprints.members.services.members import create_member
 from core.db import db
 from core.demo import derived_secret
-from core.scale.common import Bulk, Clock, Progress, new_id
 
 HUMANS = 20
 SUPERVISORS = 2
@@ -85,7 +85,7 @@ def create_people(organization_id: uuid.UUID, rng: Random, clock: Clock) -> Peop
     # One Argon2 hash for the one shared password: 20 hashes would cost seconds for the same secret.
     password_hash = PasswordHasher().hash(password())
     team_names = [team for team, size in TEAM_SIZES for _ in range(size)]
-    from core.scale.common import person_name
+    from bench.scale.common import person_name
 
     for index, member_id in enumerate(human_ids()):
         name = person_name(rng)

@@ -26,12 +26,12 @@ from typing import Any
 
 from sqlalchemy import select
 
+from bench.scale.common import Bulk, Context, new_id, person_name
 from blueprints.channels.services import Connection, connect_address
 from blueprints.inbox.models import ConversationLabel, Label, MemberAssignment
 from blueprints.inbox.services import assignment, labels
 from blueprints.messaging.models import Contact, ContactAddress, Conversation, Message
 from core.db import db, isoformat
-from core.scale.common import Bulk, Context, new_id, person_name
 
 SCREEN_IMAGE = "/static/demo/pantalla-sin-senal.svg"
 RECEIPT_DOCUMENT = "/static/demo/comprobante-de-pago.pdf"

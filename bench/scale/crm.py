@@ -26,6 +26,8 @@ from typing import Any
 
 from sqlalchemy import update
 
+from bench.scale.common import Bulk, Context, ascii_slug, new_id
+from bench.scale.messaging import whatsapp_number
 from blueprints.crm.models import (
     AccountContact,
     ContactIdentity,
@@ -49,8 +51,6 @@ from blueprints.crm.services import pipelines, tickets
 from blueprints.crm.services.common import ensure_settings
 from blueprints.crm.services.deals import line_item_total
 from core.db import db
-from core.scale.common import Bulk, Context, ascii_slug, new_id
-from core.scale.messaging import whatsapp_number
 
 # (name, key, stages as (name, probability, status)); General (VNT) is the CRM's own default pipeline
 PIPELINES = (

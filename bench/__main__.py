@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import sys
 
-from bench import api_auth, crm_pipeline, growth, inbox_list, inbox_pages, ingest, single_get
+from bench import api_auth, crm_pipeline, growth, inbox_list, inbox_pages, ingest, single_get, startup
 
 BENCHMARKS = {
+    "startup": startup.main,
     "api_auth": api_auth.main,
     "inbox_list": inbox_list.main,
     "inbox_pages": inbox_pages.main,

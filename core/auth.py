@@ -16,17 +16,11 @@ import logging
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Protocol
 
 from flask import Blueprint, Response, after_this_request, current_app, g, has_request_context, request
 
-# Tenancy is the organizations area's model; auth only reads it.
-from blueprints.organizations.models import Organization
-from blueprints.organizations.services import (
-    authenticate_key,
-    key_touch_due,
-    note_key_touched,
-    touch_api_key,
-)
+from core import keycache
 from core.db import db, utcnow
 from core.environments import current_environment
 from core.errors import ApiError
@@ -34,6 +28,54 @@ from core.ratelimit import count_request
 from core.tokens import InvalidToken, decode_token
 
 log = logging.getLogger(__name__)
+
+
+# ---------------------------------------------------------------- what auth needs from the organizations area
+
+
+@dataclass(frozen=True)
+class AuthenticatedKey:
+    """A usable key as authentication sees it: the snapshot and when the key was last recorded used."""
+
+    snapshot: keycache.CachedKey
+    key_hash: str
+    last_used_at: datetime | None
+
+
+class Tenancy(Protocol):
+    """Organizations and their API keys, as authentication reads them. Core owns no area's tables: the
+    organizations area provides this (``blueprints/organizations/directory.py``), connected at start-up in
+    ``blueprints/integrations`` with :func:`provide_tenancy`."""
+
+    def authenticate_key(self, plaintext: str, environment: str, now: datetime) -> AuthenticatedKey | None:
+        """The key's snapshot when it is active, of ``environment`` and unexpired at ``now`` (cached)."""
+        ...
+
+    def record_key_use(self, key_id: uuid.UUID, now: datetime, touch_after: timedelta) -> None:
+        """Write the key's ``last_used_at`` on a connection of its own (at most once per ``touch_after``)."""
+        ...
+
+    def organization_exists(self, organization_id: uuid.UUID) -> bool: ...
+
+    def organization_products(self, organization_id: uuid.UUID) -> tuple[str, ...]: ...
+
+
+_tenancy: Tenancy | None = None
+
+
+def provide_tenancy(tenancy: Tenancy) -> None:
+    global _tenancy
+    _tenancy = tenancy
+
+
+def tenancy() -> Tenancy:
+    if _tenancy is None:
+        raise RuntimeError("no tenancy provider: create_app() connects the organizations area's")
+    return _tenancy
+
+
+def key_touch_due(last_used_at: datetime | None, now: datetime, touch_after: timedelta) -> bool:
+    return last_used_at is None or now - last_used_at >= touch_after
 
 
 @dataclass(frozen=True)
@@ -98,7 +140,7 @@ def _authenticate(allow_jwt: bool) -> Principal:
         except InvalidToken:
             raise ApiError(401) from None
         if allow_jwt:
-            if db.session.get(Organization, claims["org"]) is None:
+            if not tenancy().organization_exists(claims["org"]):
                 raise ApiError(401)
             return Principal(claims["org"], environment, "jwt", subject=str(claims["sub"]))
         # A valid JWT on an area that takes only keys: fall through to the key, which must be present.
@@ -108,13 +150,14 @@ def _authenticate(allow_jwt: bool) -> Principal:
     now = utcnow()
     # Cached in process (core.keycache): a known key costs no query; active, environment and expiry are
     # still checked on every request, from the snapshot.
-    resolved = authenticate_key(api_key, environment, now)
+    resolved = tenancy().authenticate_key(api_key, environment, now)
     if resolved is None:
         raise ApiError(401)
     snapshot = resolved.snapshot
     touch_after = timedelta(seconds=current_app.config["API_KEY_TOUCH_SECONDS"])
     if key_touch_due(resolved.last_used_at, now, touch_after):
-        note_key_touched(resolved.key_hash, now)
+        # this process records a use now: it schedules no other until touch_after has passed
+        keycache.cache_for().note_used(resolved.key_hash, now)
         _touch_after_response(snapshot.key_id, now, touch_after)
     return Principal(
         snapshot.organization_id,
@@ -134,7 +177,7 @@ def _touch_after_response(key_id: uuid.UUID, now: datetime, touch_after: timedel
     def touch() -> None:
         try:
             with app.app_context():
-                touch_api_key(key_id, now, touch_after)
+                tenancy().record_key_use(key_id, now, touch_after)
         except Exception:  # bookkeeping only: never fail or slow a request for it
             log.warning("could not record the use of API key %s", key_id, exc_info=True)
 
@@ -187,8 +230,7 @@ def _products() -> tuple[str, ...]:
     principal = current_principal()
     if principal.products is not None:
         return principal.products
-    organization = db.session.get(Organization, principal.organization_id)
-    return tuple(organization.products or ()) if organization is not None else ()
+    return tenancy().organization_products(principal.organization_id)
 
 
 def require_product(product: str) -> None:

@@ -11,6 +11,8 @@ from contextlib import contextmanager
 
 from flask import Flask, current_app
 
+from core import uow
+
 LIVE = "live"
 SANDBOX = "sandbox"
 ENVIRONMENTS = (LIVE, SANDBOX)
@@ -38,8 +40,6 @@ def environment_app(app: Flask, environment: str) -> Flask:
 def in_environment(app: Flask, environment: str) -> Iterator[Flask]:
     """Run a block inside the application context of one environment, as one unit of work: it commits
     when the block ends normally and rolls back when it raises (jobs, sweeps and CLI commands)."""
-    from core import uow
-
     target = environment_app(app, environment)
     with target.app_context():
         try:

@@ -17,6 +17,8 @@ from typing import Any
 from flask import Flask, Response, g, jsonify, request
 from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound
 
+from core.db import db
+
 log = logging.getLogger(__name__)
 
 ROUTE_NOT_FOUND_BODY = {"error_msg": "404 Route Not Found"}
@@ -244,8 +246,6 @@ def _database_busy_or_unreachable(error: BaseException) -> bool:
 
 
 def _rollback() -> None:
-    from core.db import db
-
     try:
         db.session.rollback()
     except Exception:  # the session may be unusable; the request is failing anyway

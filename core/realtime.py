@@ -24,6 +24,8 @@ from flask import Flask, current_app, request
 from flask_socketio import SocketIO, join_room, leave_room, rooms
 
 from core import jobs
+from core.auth import tenancy
+from core.db import utcnow
 from core.environments import ENVIRONMENTS, in_environment
 from core.events import DomainEvent, add_sink, room_for
 from core.hooks import hook
@@ -199,13 +201,12 @@ atexit.register(_EMITTER.flush)
 
 def _resolve_key_any_environment(api_key: str) -> tuple[str, str] | None:
     """(environment, organization id) for a key; the key's recorded environment decides."""
-    from blueprints.organizations.services import resolve_api_key
-
+    now = utcnow()
     for environment in ENVIRONMENTS:
         with in_environment(current_app._get_current_object(), environment):  # type: ignore[attr-defined]
-            resolved = resolve_api_key(api_key, environment)
+            resolved = tenancy().authenticate_key(api_key, environment, now)
             if resolved:
-                return environment, str(resolved[1].id)
+                return environment, str(resolved.snapshot.organization_id)
     return None
 
 

@@ -16,6 +16,7 @@ from sqlalchemy import select
 
 from blueprints.ai import handoff, knowledge, playground
 from blueprints.ai.models import AiRun
+from blueprints.ai.runtime import agent_setup
 from blueprints.ai.schemas import (
     AgentPath,
     AiStateOut,
@@ -35,6 +36,8 @@ from blueprints.ai.schemas import (
     RunList,
     RunQuery,
 )
+from blueprints.inbox.services.common import conversation_or_404
+from blueprints.members.services import agents
 from blueprints.messaging.models import Conversation
 from core import auth
 from core.auth import current_actor
@@ -121,8 +124,6 @@ def delete_document(path: DocumentPath) -> dict[str, Any]:
 @api.get("/members/<agent_id>/runs", tags=[TAG_RUNS], responses={200: RunList})
 def list_runs(path: AgentPath, query: RunQuery) -> dict[str, Any]:
     """The agent's runs, newest first: trigger messages, model, prompt size, latency, tool calls, outcome."""
-    from blueprints.members.services import agents
-
     agents.get_agent(_org(), path.agent_id)  # 404 "No AI agent found"
     statement = select(AiRun).where(AiRun.organization_id == _org(), AiRun.agent_id == path.agent_id)
     if query.outcome:
@@ -165,8 +166,6 @@ def test_agent(path: AgentPath, body: PlaygroundRequest) -> dict[str, Any]:
 
 
 def _state_out(conversation: Conversation) -> dict[str, Any]:
-    from blueprints.ai.runtime import agent_setup
-
     state = handoff.state_for(conversation)
     until = handoff.paused_until(conversation, state)
     setup = agent_setup(conversation.organization_id, conversation.member_id)
@@ -185,8 +184,6 @@ def _state_out(conversation: Conversation) -> dict[str, Any]:
 @messaging_api.get("/conversations/<conversation_id>/ai", tags=[TAG_PAUSE], responses={200: AiStateOut})
 def ai_state(path: ConversationPath) -> dict[str, Any]:
     """The AI agent's state on the conversation: paused or not (until when), the last run's outcome."""
-    from blueprints.inbox.services.common import conversation_or_404
-
     return _state_out(conversation_or_404(_org(), path.conversation_id))
 
 

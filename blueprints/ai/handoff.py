@@ -37,6 +37,9 @@ from flask import current_app, has_app_context
 from sqlalchemy import select
 
 from blueprints.ai.models import AiConversationState, AiRun
+from blueprints.inbox.services import assignment, notes
+from blueprints.inbox.services.common import conversation_or_404, publish_updated
+from blueprints.members.services.members import find_member
 from blueprints.messaging.models import Conversation
 from core.db import db, isoformat, utcnow
 from core.errors import ApiError
@@ -59,8 +62,6 @@ class HandOff:
 
 def _routing_target(conversation: Conversation, agent_id: str) -> tuple[str | None, str | None]:
     """(team_id, member_id) from the address's routing rule, ignoring a rule that points at the agent."""
-    from blueprints.inbox.services import assignment
-
     try:
         routing = assignment.get_routing(conversation.organization_id, conversation.organization_address)
     except ApiError:
@@ -68,8 +69,6 @@ def _routing_target(conversation: Conversation, agent_id: str) -> tuple[str | No
     if routing.target == "team" and routing.team_id:
         return routing.team_id, None
     if routing.target == "member" and routing.member_id and routing.member_id != agent_id:
-        from blueprints.members.services.members import find_member
-
         member = find_member(conversation.organization_id, routing.member_id)
         if member is not None and not member.ai:
             return conversation.team_id, routing.member_id
@@ -84,10 +83,6 @@ def hand_off(
     rule: dict[str, Any] | None,
     reason: str,
 ) -> HandOff:
-    from blueprints.inbox.services import assignment, notes
-    from blueprints.inbox.services.common import publish_updated
-    from blueprints.members.services.members import find_member
-
     actor = f"ai:{agent_id}"
     organization_id = conversation.organization_id
     conversation = _with_contact(conversation)
@@ -140,8 +135,6 @@ def hand_off(
 def _with_contact(conversation: Conversation) -> Conversation:
     """The conversation with its contact loaded (the realtime event shows it; a send's checkpoint may
     have expired it)."""
-    from blueprints.inbox.services.common import conversation_or_404
-
     return conversation_or_404(conversation.organization_id, conversation.id)
 
 
@@ -154,9 +147,6 @@ def routing_declined(organization_id: uuid.UUID, conversation_id: uuid.UUID, mem
     been archived and cleaned since (a cleaned conversation is routed from the start). A person's explicit
     assignment to the agent is not routing: after it the agent answers, and its next run's outcome ends
     the hand-off."""
-    from blueprints.inbox.services import notes
-    from blueprints.members.services.members import find_member
-
     state = db.session.scalar(
         select(AiConversationState).where(
             AiConversationState.conversation_id == conversation_id,
@@ -228,8 +218,6 @@ def _set_paused_at(conversation: Conversation, when: datetime | None) -> None:
 
 
 def _conversation(organization_id: uuid.UUID, conversation_id: str) -> Conversation:
-    from blueprints.inbox.services.common import conversation_or_404
-
     return conversation_or_404(organization_id, conversation_id, lock=True)
 
 
@@ -269,8 +257,6 @@ def pause_for_human_reply(
     organization_id: uuid.UUID, conversation_id: str, member_id: str, message_id: str
 ) -> bool:
     """A person replied: pause the AI agent assigned to the conversation for ``AI_PAUSE_MINUTES``."""
-    from blueprints.members.services.members import find_member
-
     conversation = db.session.scalar(
         select(Conversation).where(
             Conversation.id == uuid.UUID(conversation_id), Conversation.organization_id == organization_id

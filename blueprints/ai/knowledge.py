@@ -28,6 +28,7 @@ from sqlalchemy import func, literal_column, or_, select, text
 
 from blueprints.ai.models import KNOWLEDGE_FTS, KnowledgeDocument
 from blueprints.audit import services as audit_log
+from blueprints.members.services.members import find_member
 from core.db import db
 from core.errors import ApiError
 from core.pagination import Page, paginate
@@ -201,7 +202,6 @@ def best_relevant(
 def _check_agent(organization_id: uuid.UUID, agent_id: str | None) -> None:
     if agent_id is None:
         return
-    from blueprints.members.services.members import find_member
 
     member = find_member(organization_id, agent_id)
     if member is None or not member.ai:

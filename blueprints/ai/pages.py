@@ -18,7 +18,7 @@ from typing import Any
 from flask import Blueprint, Response, abort, make_response, render_template, request
 from flask_babel import gettext as _
 
-from blueprints.ai import desk, handoff
+from blueprints.ai import handoff, views
 from blueprints.ai.models import OUTCOMES
 from blueprints.desk.fragments import conversation_for_page as _conversation
 from blueprints.desk.fragments import vary_fragment as _vary
@@ -40,7 +40,7 @@ PAGE_SIZE = 25
 def state_context(me: DeskUser, conversation: Conversation) -> dict[str, Any]:
     """What ``ai/_state.html`` needs (the inbox's conversation fragment renders it too)."""
     return {
-        "ai": desk.conversation_state(me.organization_id, conversation),
+        "ai": views.conversation_state(me.organization_id, conversation),
         "conversation": conversation,
         "me": me,
     }
@@ -59,7 +59,7 @@ def conversation_state(conversation_id: str) -> Response:
 def _change(conversation_id: str, verb: Any) -> Response:
     me = signed_in()
     conversation = _conversation(me, conversation_id)
-    current = desk.conversation_state(me.organization_id, conversation)
+    current = views.conversation_state(me.organization_id, conversation)
     if current is None or not current.assigned:
         return _problem(_("No AI agent is answering this conversation."))
     verb(me.organization_id, str(conversation.id), by=make_actor("user", str(me.user_id)))
@@ -85,12 +85,12 @@ def resume(conversation_id: str) -> Response:
 @require_role("supervisor")
 def agents_page() -> Response:
     me = signed_in()
-    rows = desk.agents_overview(me.organization_id)
+    rows = views.agents_overview(me.organization_id)
     return _vary(make_response(render_template("ai/agents.html", me=me, rows=rows)))
 
 
 def _agent(me: DeskUser, agent_id: str) -> Any:
-    agent = desk.find_agent(me.organization_id, agent_id)
+    agent = views.find_agent(me.organization_id, agent_id)
     if agent is None:
         abort(404)
     return agent
@@ -107,7 +107,7 @@ def runs_page(agent_id: str) -> Response:
     me = signed_in()
     agent = _agent(me, agent_id)
     outcome = _outcome()
-    page = desk.runs_page(me.organization_id, agent.id, outcome=outcome, after=None, limit=PAGE_SIZE)
+    page = views.runs_page(me.organization_id, agent.id, outcome=outcome, after=None, limit=PAGE_SIZE)
     context = {"me": me, "agent": agent, "outcome": outcome, "outcomes": OUTCOMES, "page": page}
     fragment = (
         request.headers.get("HX-Request") == "true"
@@ -127,7 +127,7 @@ def more_runs(agent_id: str) -> Response:
     if after is None:
         abort(400)
     outcome = _outcome()
-    page = desk.runs_page(me.organization_id, agent.id, outcome=outcome, after=after, limit=PAGE_SIZE)
+    page = views.runs_page(me.organization_id, agent.id, outcome=outcome, after=after, limit=PAGE_SIZE)
     return _vary(
         make_response(render_template("ai/_run_rows.html", me=me, agent=agent, outcome=outcome, page=page))
     )

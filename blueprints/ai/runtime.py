@@ -41,6 +41,9 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from blueprints.ai import handoff, offline, prompt, splitting, tools
 from blueprints.ai.models import AiConversationState, AiRun
 from blueprints.ai.provider import ChatProvider, Completion, ProviderError, chat_provider
+from blueprints.members.models import Member
+from blueprints.members.services import agents
+from blueprints.members.services.members import find_member
 from blueprints.messaging.models import Contact, Conversation, Message
 from blueprints.messaging.sending import SERVICE_WINDOW, Content, send_message
 from core.db import db, isoformat, utcnow
@@ -82,9 +85,6 @@ class AgentSetup:
 
 def agent_setup(organization_id: uuid.UUID, agent_id: str | None) -> AgentSetup | None:
     """The AI member's configuration, or None (not an AI member, or no configuration)."""
-    from blueprints.members.services import agents
-    from blueprints.members.services.members import find_member
-
     if not agent_id:
         return None
     member = find_member(organization_id, agent_id)
@@ -667,8 +667,6 @@ def on_messages_created(events: list[DomainEvent]) -> None:
 
 def conversations_with_ai(organization_id: uuid.UUID, conversation_ids: list[uuid.UUID]) -> list[uuid.UUID]:
     """Which of these open conversations are assigned to an AI member (one query), in the order given."""
-    from blueprints.members.models import Member
-
     ai_members = select(Member.id).where(Member.organization_id == organization_id, Member.ai.is_(True))
     found = set(
         db.session.scalars(

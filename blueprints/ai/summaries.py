@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from flask import Flask
 from sqlalchemy import select
 
 from blueprints.ai.provider import ProviderError, chat_provider
@@ -106,11 +105,6 @@ def model_summary(*, organization_id: uuid.UUID, conversation_id: str, channel: 
         summary = summary[: MAX_SUMMARY_CHARS - 1].rstrip() + "…"
     counted = sum(1 for _, t, _ in lines if (t or "").strip())
     return Summary(summary, completion.model or provider.model, counted)
-
-
-def register(app: Flask) -> None:
-    """Connect :func:`model_summary` to the CRM's summary hook (once, whatever the number of apps)."""
-    crm_hooks.conversation_summary.connect(model_summary)
 
 
 # -------------------------------------------------------------------------------------- the side panel

@@ -23,8 +23,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from sqlalchemy import select
 
 from blueprints.ai import handoff, knowledge
-from blueprints.messaging.models import Conversation, Message
+from blueprints.channels.providers import MediaRef
+from blueprints.crm.models import Deal, DealConversation
+from blueprints.crm.services import products
+from blueprints.crm.services.links import contact_id_for_phone, existing_contact_ids
+from blueprints.crm.services.tasks import create_task
+from blueprints.crm.services.tickets import create_ticket
+from blueprints.messaging.models import Contact, Conversation, Message
 from blueprints.messaging.sending import Content
+from blueprints.organizations.services import get_organization
 from core.db import db, utcnow
 from core.errors import ApiError
 
@@ -222,8 +229,6 @@ def _product_message(product: Any) -> tuple[str, str | None]:
 
 
 def _find_product(organization_id: uuid.UUID, args: ProductArguments) -> Any:
-    from blueprints.crm.services import products
-
     if args.product_id:
         try:
             product = products.get_product(organization_id, uuid.UUID(args.product_id))
@@ -264,15 +269,10 @@ def _send_product(context: ToolContext, args: Any) -> dict[str, Any]:
 
 
 def _media(uri: str, mime: str) -> Any:
-    from blueprints.channels.providers import MediaRef
-
     return MediaRef(uri=uri, mime_type=mime)
 
 
 def _crm_contact_id(conversation: Conversation) -> str | None:
-    from blueprints.crm.services.links import contact_id_for_phone, existing_contact_ids
-    from blueprints.messaging.models import Contact
-
     # Read here rather than through the relationship: a send earlier in the run committed and expired it.
     crm_contact_id = db.session.scalar(
         select(Contact.crm_contact_id).where(Contact.id == conversation.contact_id)
@@ -286,8 +286,6 @@ def _crm_contact_id(conversation: Conversation) -> str | None:
 
 def _linked_deal_id(conversation: Conversation) -> uuid.UUID | None:
     """The newest live deal this conversation is linked to (CRM ``deal conversations``)."""
-    from blueprints.crm.models import Deal, DealConversation
-
     return db.session.scalar(
         select(Deal.id)
         .join(DealConversation, DealConversation.deal_id == Deal.id)
@@ -307,7 +305,6 @@ TICKET_CHANNELS = ("whatsapp", "messenger")
 def _create_ticket(context: ToolContext, args: Any) -> dict[str, Any]:
     if context.dry_run or context.conversation is None:
         return {"dry_run": True, "would_create_ticket": {"title": args.title, "priority": args.priority}}
-    from blueprints.crm.services.tickets import create_ticket
 
     conversation = context.conversation
     body = f"<p>{html.escape(args.description)}</p>" if args.description else None
@@ -329,8 +326,6 @@ def _create_ticket(context: ToolContext, args: Any) -> dict[str, Any]:
 
 def _due(organization_id: uuid.UUID, value: str) -> datetime:
     """ISO 8601; without an offset the time is the organization's local time."""
-    from blueprints.organizations.services import get_organization
-
     moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
     if moment.tzinfo is None:
         organization = get_organization(organization_id)
@@ -344,7 +339,6 @@ def _schedule(context: ToolContext, args: Any) -> dict[str, Any]:
         return {"error": "due_date is in the past"}
     if context.dry_run or context.conversation is None:
         return {"dry_run": True, "would_schedule": {"title": args.title, "due_date": due.isoformat()}}
-    from blueprints.crm.services.tasks import create_task
 
     conversation = context.conversation
     contact_id = _crm_contact_id(conversation)

@@ -9,6 +9,8 @@ from flask import Flask
 
 
 def init_app(app: Flask) -> None:
+    # Imported when the app is built, not when a module of the area is: importing
+    # blueprints.audit.x runs this package's __init__ first, and its API and pages import the whole area.
     from blueprints.audit import models  # noqa: F401  (the table, for the migrations' comparison)
     from blueprints.audit.api import api
     from blueprints.audit.pages import pages

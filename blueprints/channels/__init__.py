@@ -4,6 +4,8 @@ from flask import Flask
 
 
 def init_app(app: Flask) -> None:
+    # Imported when the app is built, not when a module of the area is: importing
+    # blueprints.channels.x runs this package's __init__ first, and its API and pages import the whole area.
     from blueprints.channels.api import api
     from blueprints.channels.webhooks import webhooks
 

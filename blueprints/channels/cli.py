@@ -17,6 +17,7 @@ from blueprints.channels.inbound import Poison
 from blueprints.channels.models import PROVIDERS, SERVICES
 from blueprints.channels.providers import uses_simulator
 from blueprints.channels.schemas import AddressOut, DeadLetterOut
+from blueprints.channels.simulator import simulate_inbound
 from core.environments import ENVIRONMENTS, LIVE, in_environment
 from core.errors import ApiError
 
@@ -123,8 +124,6 @@ def simulate_inbound_command(
     org_id: str, address: str, sender: str, text: str, name: str | None, environment: str
 ) -> None:
     """Store a message from a contact as if the provider had delivered it (simulator addresses only)."""
-    from blueprints.channels.simulator import simulate_inbound
-
     organization_id = _organization_id(org_id)
     app = current_app._get_current_object()  # type: ignore[attr-defined]
     with in_environment(app, environment):

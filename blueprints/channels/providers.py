@@ -1,6 +1,6 @@
 """One interface for every channel provider: ``meta`` (the real Graph API) and ``simulator`` (offline).
 
-The messaging area builds an :class:`OutboundMessage`, asks :func:`provider_for` for the address's
+The messaging area builds an :class:`OutboundMessage`, asks ``registry.provider_for`` for the address's
 provider and calls ``send`` / ``get_template`` / ``list_templates``. Providers raise
 :class:`ProviderError` carrying Meta's code, title and details; the messaging area maps those to the
 spec's errors and to ``status.error``.
@@ -182,13 +182,3 @@ def uses_simulator(address: OrganizationAddress) -> bool:
     """The sandbox never reaches Meta, whatever the address says; elsewhere the address's provider
     decides, for every organization alike (the demo organization's number is a simulator address)."""
     return address.provider == "simulator" or current_environment() == SANDBOX
-
-
-def provider_for(address: OrganizationAddress) -> Provider:
-    if uses_simulator(address):
-        from blueprints.channels.simulator import SimulatorProvider
-
-        return SimulatorProvider()
-    from blueprints.channels.meta import MetaProvider
-
-    return MetaProvider.from_config()

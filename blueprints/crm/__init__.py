@@ -8,6 +8,8 @@ from flask import Flask
 
 
 def init_app(app: Flask) -> None:
+    # Imported when the app is built, not when a module of the area is: importing
+    # blueprints.crm.x runs this package's __init__ first, and its API and pages import the whole area.
     from blueprints.crm.api import BLUEPRINTS
     from blueprints.crm.pages import pages
 

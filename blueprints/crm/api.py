@@ -201,7 +201,7 @@ def update_stage(path: IdPath, body: StageUpdate) -> Json:
 @pipelines_api.delete("/pipelines/stages/<id>", responses={200: Deleted})
 def delete_stage(path: IdPath, query: StageDeleteQuery) -> Json:
     """Delete a stage; 409 while live deals sit in it unless `move_to_stage_id` says where they go."""
-    pipelines.delete_stage(_org(), path.id, query.move_to_stage_id)
+    deals.delete_stage(_org(), path.id, query.move_to_stage_id)
     return _deleted(path.id)
 
 

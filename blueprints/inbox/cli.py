@@ -6,6 +6,7 @@ import click
 from flask import current_app
 from flask.cli import AppGroup
 
+from blueprints.inbox.services.broadcasts import resume_stalled
 from core.environments import ENVIRONMENTS, in_environment
 
 broadcasts_cli = AppGroup("broadcasts", help="Broadcasts.")
@@ -14,8 +15,6 @@ broadcasts_cli = AppGroup("broadcasts", help="Broadcasts.")
 @broadcasts_cli.command("resume")
 @click.option("--older-than", default=60, show_default=True, type=int, help="Seconds without progress.")
 def resume(older_than: int) -> None:
-    from blueprints.inbox.services.broadcasts import resume_stalled
-
     app = current_app._get_current_object()  # type: ignore[attr-defined]
     for environment in ENVIRONMENTS:
         with in_environment(app, environment):

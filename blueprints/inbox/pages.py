@@ -24,6 +24,7 @@ from flask_babel import gettext as _
 from werkzeug.datastructures import MultiDict
 from werkzeug.routing import BuildError
 
+from blueprints.ai.views import conversation_state
 from blueprints.channels.provider_ids import INVALID_PROVIDER_ID
 from blueprints.channels.providers import MediaRef
 from blueprints.channels.services import list_addresses
@@ -431,9 +432,7 @@ def _context(me: DeskUser, state: ListState, conversation: Conversation | None) 
 
 
 def _ai_state(me: DeskUser, conversation: Conversation) -> Any:
-    """The header's AI badge: the AI area's read (``blueprints/ai/desk.py``), as the panel's summary."""
-    from blueprints.ai.desk import conversation_state
-
+    """The header's AI badge: the AI area's read (``blueprints/ai/views.py``), as the panel's summary."""
     return conversation_state(me.organization_id, conversation)
 
 

@@ -12,7 +12,17 @@ hook, and this package plugs the owner in:
 - members <- inbox: active conversations per member (presence lists, member removal);
 - messaging <- CRM: a contact links only to a CRM contact of its organization; a new WhatsApp contact
   is linked to the CRM contact with that phone identity, and a phone identity added to (or removed
-  from) a CRM contact links (or unlinks) the messaging contacts.
+  from) a CRM contact links (or unlinks) the messaging contacts;
+- core <- organizations: API keys and organizations as authentication reads them (``core.auth``);
+- messaging <- channels: the provider events channels parse, stored by messaging;
+- core's Socket.IO <- messaging: a message event also reaches its conversation's room, and a client
+  joins only a conversation of its organization;
+- CRM <- AI: a conversation's summary written by the model when one is configured;
+- inbox <- AI: a conversation an AI agent handed over is not routed back to an agent.
+
+Every hook of the project is connected here and nowhere else (a test reads the code for ``.connect(``),
+so reading this function tells who answers what. Domain events (``core.events.subscribe``) stay with the
+area that reacts to them.
 """
 
 from __future__ import annotations
@@ -21,61 +31,71 @@ import uuid
 
 from flask import Flask
 
+from blueprints.ai.handoff import routing_declined as ai_declines_routing
+from blueprints.ai.summaries import model_summary
+from blueprints.channels.inbound import inbound_batch, inbound_events, inbound_settle
+from blueprints.channels.services import connected_services
+from blueprints.crm.hooks import (
+    contact_merged,
+    conversation_summary,
+    conversation_transcript,
+    known_conversations,
+    known_members,
+)
+from blueprints.crm.services.links import (
+    contact_ids_for_phones,
+    conversation_link_phrases,
+    existing_contact_ids,
+)
+from blueprints.inbox.services.assignment import active_counts, routing_declined
+from blueprints.inbox.services.conversations import conversation_references
+from blueprints.members.services.hooks import active_conversation_counts, connected_channels
+from blueprints.members.services.members import existing_member_ids
+from blueprints.messaging.contacts import link_crm_contact, move_crm_links
+from blueprints.messaging.ingest import settle_batch, store_batch, store_item
+from blueprints.messaging.realtime import conversation_belongs_here, conversation_rooms
+from blueprints.messaging.services import conversation_transcript as transcript_of
+from blueprints.messaging.services import existing_conversation_ids
+from blueprints.messaging.threads import crm_contacts_for_phones, known_crm_contacts
+from blueprints.organizations.directory import TENANCY
+from core import auth, realtime
 from core.events import DomainEvent, subscribe
 from core.jobs import job
 
 
 def _transcript(*, organization_id: uuid.UUID, conversation_id: str) -> list[tuple[str, str, object]] | None:
-    from blueprints.messaging.services import conversation_transcript
-
-    return conversation_transcript(organization_id, conversation_id)  # type: ignore[return-value]
+    return transcript_of(organization_id, conversation_id)  # type: ignore[return-value]
 
 
 def _merge_contacts(*, organization_id: uuid.UUID, source_id: uuid.UUID, target_id: uuid.UUID) -> int:
-    from blueprints.messaging.contacts import move_crm_links
-
     return move_crm_links(organization_id, str(source_id), str(target_id))
 
 
 def _crm_links(*, organization_id: uuid.UUID, conversation_id: str) -> list[str]:
-    from blueprints.crm.services.links import conversation_link_phrases
-
     return conversation_link_phrases(organization_id, conversation_id)
 
 
 def _known_members(*, organization_id: uuid.UUID, member_ids: list[str]) -> set[str]:
-    from blueprints.members.services.members import existing_member_ids
-
     return existing_member_ids(organization_id, member_ids)
 
 
 def _known_conversations(*, organization_id: uuid.UUID, conversation_ids: list[str]) -> set[str]:
-    from blueprints.messaging.services import existing_conversation_ids
-
     return existing_conversation_ids(organization_id, conversation_ids)
 
 
 def _connected_channels(*, organization_id: uuid.UUID) -> list[str]:
-    from blueprints.channels.services import connected_services
-
     return connected_services(organization_id)
 
 
 def _active_counts(*, organization_id: uuid.UUID, member_ids: list[str]) -> dict[str, int]:
-    from blueprints.inbox.services.conversations import active_counts
-
     return active_counts(organization_id, member_ids)
 
 
 def _known_crm_contacts(*, organization_id: uuid.UUID, contact_ids: list[str]) -> set[str]:
-    from blueprints.crm.services.links import existing_contact_ids
-
     return existing_contact_ids(organization_id, contact_ids)
 
 
 def _crm_contacts_for_phones(*, organization_id: uuid.UUID, phones: list[str]) -> dict[str, str]:
-    from blueprints.crm.services.links import contact_ids_for_phones
-
     return contact_ids_for_phones(organization_id, phones)
 
 
@@ -84,8 +104,6 @@ def link_messaging_contacts(
     organization_id: str, phone: str, crm_contact_id: str | None, previous: str | None
 ) -> int:
     """A CRM phone identity appeared (or went away): (un)link the messaging contacts with that number."""
-    from blueprints.messaging.contacts import link_crm_contact
-
     # an unlink touches only contacts that still point at the contact that lost the number
     return link_crm_contact(uuid.UUID(organization_id), phone, crm_contact_id, only_if_linked_to=previous)
 
@@ -103,17 +121,15 @@ def _on_identity(event: DomainEvent) -> None:
 
 
 def init_app(app: Flask) -> None:
-    from blueprints.crm.hooks import (
-        contact_merged,
-        conversation_transcript,
-        known_conversations,
-        known_members,
-    )
-    from blueprints.inbox.services.conversations import conversation_references
-    from blueprints.members.services.hooks import active_conversation_counts, connected_channels
-    from blueprints.messaging.threads import crm_contacts_for_phones, known_crm_contacts
-
+    auth.provide_tenancy(TENANCY)
+    # inbound provider events flow one way: channels parse them, messaging stores them
+    inbound_events.connect(store_item)
+    inbound_batch.connect(store_batch)
+    inbound_settle.connect(settle_batch)
+    realtime.event_rooms.connect(conversation_rooms)
+    realtime.conversation_access.connect(conversation_belongs_here)
     conversation_transcript.connect(_transcript)
+    conversation_summary.connect(model_summary)
     known_members.connect(_known_members)
     known_conversations.connect(_known_conversations)
     contact_merged.connect(_merge_contacts)
@@ -122,5 +138,6 @@ def init_app(app: Flask) -> None:
     active_conversation_counts.connect(_active_counts)
     crm_contacts_for_phones.connect(_crm_contacts_for_phones)
     known_crm_contacts.connect(_known_crm_contacts)
+    routing_declined.connect(ai_declines_routing)
     subscribe("crm.contact_identity_added", _on_identity)
     subscribe("crm.contact_identity_removed", _on_identity)

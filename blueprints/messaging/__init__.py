@@ -1,17 +1,13 @@
-"""Messaging: messages in and out, the service window, conversations and messaging contacts."""
+"""Messaging: messages in and out, the service window, conversations and messaging contacts. What it
+stores from the channels area and adds to Socket.IO is connected in ``blueprints/integrations``."""
 
 from flask import Flask
 
 
 def init_app(app: Flask) -> None:
-    from blueprints.channels.inbound import inbound_batch, inbound_events, inbound_settle
-    from blueprints.messaging import demo_live, maintenance, realtime  # noqa: F401  (periodic jobs)
+    # Imported when the app is built, not when any module of the area is (importing
+    # blueprints.messaging.x runs this package's __init__ first): the API and the periodic jobs.
+    from blueprints.messaging import demo_live, maintenance  # noqa: F401  (periodic jobs)
     from blueprints.messaging.api import api
-    from blueprints.messaging.ingest import settle_batch, store_batch, store_item
 
     app.register_api(api)  # type: ignore[attr-defined]
-    realtime.install()
-    # inbound provider events flow one way: channels parse them, messaging stores them
-    inbound_events.connect(store_item)
-    inbound_batch.connect(store_batch)
-    inbound_settle.connect(settle_batch)

@@ -11,6 +11,7 @@ from typing import Any
 
 from blueprints.channels.inbound import InboundMessage, whatsapp_contact_address
 from blueprints.channels.services import Connection, connect_address, get_address
+from blueprints.messaging.ingest import ingest_events
 from blueprints.organizations.services import get_organization
 from core.db import utcnow
 from core.demo import DEMO_ORGANIZATION_ID, seeder
@@ -194,8 +195,6 @@ def _event(service: str, contact: str, name: str, position: int, line: Line) -> 
 
 @seeder(order=40, name="messaging")
 def seed_messaging(environment: str) -> list[str]:
-    from blueprints.messaging.ingest import ingest_events
-
     if get_organization(DEMO_ORGANIZATION_ID) is None:
         return []
     for connection in ADDRESSES.values():

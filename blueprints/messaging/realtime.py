@@ -6,25 +6,21 @@ both (an open inbox with an open thread) receives it once.
 
 from __future__ import annotations
 
+from blueprints.messaging.services import conversation_belongs
 from core.events import DomainEvent
-from core.realtime import conversation_access, conversation_room, event_rooms
+from core.realtime import conversation_room
 
 CONVERSATION_EVENTS = ("message.created", "message.updated")
 
 
-def _conversation_room(*, event: DomainEvent) -> list[str]:
+def conversation_rooms(*, event: DomainEvent) -> list[str]:
+    """``core.realtime.event_rooms``: the conversation's room for a message event."""
     conversation_id = event.data.get("conversation_id")
     if event.name in CONVERSATION_EVENTS and conversation_id:
         return [conversation_room(event.environment, conversation_id)]
     return []
 
 
-def _belongs(*, organization_id: str, conversation_id: str) -> bool:
-    from blueprints.messaging.services import conversation_belongs
-
+def conversation_belongs_here(*, organization_id: str, conversation_id: str) -> bool:
+    """``core.realtime.conversation_access``: whether the conversation is the organization's."""
     return conversation_belongs(organization_id, conversation_id)
-
-
-def install() -> None:
-    event_rooms.connect(_conversation_room)
-    conversation_access.connect(_belongs)

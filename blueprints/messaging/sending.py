@@ -37,9 +37,9 @@ from blueprints.channels.providers import (
     MediaRef,
     OutboundMessage,
     ProviderError,
-    provider_for,
     uses_simulator,
 )
+from blueprints.channels.registry import provider_for
 from blueprints.channels.services import get_address
 from blueprints.messaging.models import (
     ContactAddress,

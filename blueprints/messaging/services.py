@@ -16,7 +16,8 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import selectinload
 
 from blueprints.channels.crypto import TokenDecryptionError
-from blueprints.channels.providers import ProviderError, Template, provider_for
+from blueprints.channels.providers import ProviderError, Template
+from blueprints.channels.registry import provider_for
 from blueprints.channels.services import get_address
 from blueprints.messaging.canned import (
     create_canned_response,

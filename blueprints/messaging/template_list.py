@@ -19,7 +19,8 @@ import uuid
 from dataclasses import dataclass
 
 from blueprints.channels.crypto import TokenDecryptionError
-from blueprints.channels.providers import TEMPLATE_SERVICES, ProviderError, Template, provider_for
+from blueprints.channels.providers import TEMPLATE_SERVICES, ProviderError, Template
+from blueprints.channels.registry import provider_for
 from blueprints.channels.services import get_address
 from blueprints.messaging.sending import ADDRESS_NOT_FOUND, sendable_address
 from core.environments import current_environment

@@ -11,7 +11,8 @@ from flask import current_app
 from flask.cli import AppGroup
 
 from blueprints.organizations import services
-from core.db import isoformat
+from blueprints.organizations.models import Organization
+from core.db import db, isoformat
 from core.environments import ENVIRONMENTS, LIVE, in_environment
 from core.errors import ApiError
 from core.tokens import issue_token
@@ -94,9 +95,6 @@ def set_org_timezone(org_id: str, timezone: str) -> None:
 @click.option("--json", "as_json", is_flag=True)
 def list_orgs(as_json: bool) -> None:
     from sqlalchemy import select
-
-    from blueprints.organizations.models import Organization
-    from core.db import db
 
     rows = [
         {"organization_id": str(o.id), "name": o.name, "products": o.products}

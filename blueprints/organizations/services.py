@@ -16,6 +16,7 @@ from sqlalchemy import event, or_, select, update
 from blueprints.audit import services as audit_log
 from blueprints.organizations.models import PRODUCTS, ApiKey, Organization
 from core import keycache
+from core.auth import AuthenticatedKey
 from core.db import db, utcnow
 from core.environments import KEY_PREFIXES
 from core.errors import ApiError
@@ -177,15 +178,6 @@ def _snapshot(key: ApiKey, organization: Organization) -> keycache.CachedKey:
     )
 
 
-@dataclass(frozen=True)
-class AuthenticatedKey:
-    """A usable key as authentication sees it: the snapshot and when the key was last recorded used."""
-
-    snapshot: keycache.CachedKey
-    key_hash: str
-    last_used_at: datetime | None
-
-
 def authenticate_key(plaintext: str, environment: str, now: datetime) -> AuthenticatedKey | None:
     """:func:`resolve_api_key` through this process's cache (``core.keycache``): a known key costs no
     query. ``active``, the environment and ``expires_at`` are checked on every call, from the snapshot."""
@@ -204,16 +196,6 @@ def authenticate_key(plaintext: str, environment: str, now: datetime) -> Authent
     if resolved is None or not resolved[0].usable(environment, now):
         return None
     return AuthenticatedKey(resolved[0], key_hash, resolved[1])
-
-
-def key_touch_due(last_used_at: datetime | None, now: datetime, touch_after: timedelta) -> bool:
-    return last_used_at is None or now - last_used_at >= touch_after
-
-
-def note_key_touched(key_hash: str, now: datetime) -> None:
-    """Remember in the cache that this process records a use now, so it does not schedule another until
-    ``touch_after`` has passed (the database write itself stays conditional)."""
-    keycache.cache_for().note_used(key_hash, now)
 
 
 def touch_api_key(key_id: uuid.UUID, now: datetime, touch_after: timedelta) -> None:

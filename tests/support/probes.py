@@ -16,6 +16,7 @@ from core.db import db
 from core.environments import ENVIRONMENTS, environment_app
 from core.errors import ApiError, not_found
 from core.jobs import job
+from core.openapi import AreaAPI
 from core.validation import QueryModel, RequestModel
 
 
@@ -47,7 +48,7 @@ def probe_job(name: str) -> None:
 
 
 def _blueprints() -> list[APIBlueprint]:
-    crm = APIBlueprint("probe_crm", __name__, url_prefix="/v1/crm/organizations/<organization_id>")
+    crm = AreaAPI("probe_crm", __name__, url_prefix="/v1/crm/organizations/<organization_id>")
     auth.protect(crm, allow_jwt=True)
 
     @crm.get("/probe")
@@ -71,7 +72,7 @@ def _blueprints() -> list[APIBlueprint]:
     def crm_boom(path: OrgPath) -> dict[str, object]:
         raise RuntimeError("unexpected")
 
-    messaging = APIBlueprint("probe_msg", __name__, url_prefix="/v2/messages/organizations/<organization_id>")
+    messaging = AreaAPI("probe_msg", __name__, url_prefix="/v2/messages/organizations/<organization_id>")
     auth.protect(messaging)
 
     @messaging.get("/probe")
@@ -101,14 +102,14 @@ def _blueprints() -> list[APIBlueprint]:
     def msg_listed(path: OrgPath, query: ProbeListQuery) -> dict[str, object]:
         return {"limit": query.limit}
 
-    members = APIBlueprint("probe_mem", __name__, url_prefix="/v1/members/organizations/<organization_id>")
+    members = AreaAPI("probe_mem", __name__, url_prefix="/v1/members/organizations/<organization_id>")
     auth.protect(members)
 
     @members.get("/probe")
     def mem_probe(path: OrgPath) -> dict[str, object]:
         return {"ok": True}
 
-    telecom = APIBlueprint("probe_tel", __name__, url_prefix="/v1/partner")
+    telecom = AreaAPI("probe_tel", __name__, url_prefix="/v1/partner")
     auth.protect(telecom)
 
     @telecom.get("/probe")

@@ -36,7 +36,7 @@ from blueprints.crm.services.common import (
     next_deal_number,
     savepoint,
 )
-from blueprints.crm.services.pipelines import pipeline_for_update
+from blueprints.crm.services.pipelines import get_stage, ordered_stages, pipeline_for_update, renumber
 from blueprints.crm.services.products import check_product_id
 from core.db import db, utcnow
 from core.errors import ApiError, not_found
@@ -650,3 +650,36 @@ def stage_times(organization_id: uuid.UUID, deal_id: uuid.UUID) -> StageTimes:
         if visit.left_at is None:
             entry.is_current = True
     return StageTimes(deal_id=deal.id, stages=list(stages.values()))
+
+
+# ------------------------------------------------------------------------------ a stage's deals move out
+
+
+def delete_stage(organization_id: uuid.UUID, stage_id: uuid.UUID, move_to: uuid.UUID | None) -> None:
+    """Refused (409) while live deals sit in the stage, unless ``move_to`` names a stage of the same
+    pipeline: then they move there first (recorded in their stage history). A pipeline keeps at least
+    one stage. Here rather than with the pipelines: the deals' stage moves are this module's."""
+    stage = get_stage(organization_id, stage_id)
+    stages = ordered_stages(stage.pipeline_id)
+    if len(stages) == 1:
+        raise ApiError(409, "A pipeline keeps at least one stage")
+    target: Stage | None = None
+    if move_to is not None:
+        target = get_stage(organization_id, move_to)
+        if target.pipeline_id != stage.pipeline_id or target.id == stage.id:
+            raise ApiError(
+                400, "move_to_stage_id: must be another stage of the same pipeline", param="move_to_stage_id"
+            )
+    deals = list(db.session.scalars(select(Deal).where(Deal.stage_id == stage.id)))
+    live = [d for d in deals if d.deleted_at is None]
+    if live and target is None:
+        raise ApiError(409, f"The stage has {len(live)} deal(s); pass move_to_stage_id to move them")
+    fallback = target or next(s for s in stages if s.id != stage.id)
+    for deal in deals:
+        if deal.deleted_at is None:
+            move_deal(deal, fallback, publish_event=True)
+        else:
+            deal.stage_id = fallback.id  # deleted deals only need a valid row to point at
+    db.session.flush()
+    db.session.delete(stage)
+    renumber([s for s in stages if s.id != stage.id])

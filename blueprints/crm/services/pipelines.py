@@ -274,12 +274,12 @@ def get_stage(organization_id: uuid.UUID, stage_id: uuid.UUID) -> Stage:
     return stage
 
 
-def _renumber(stages: list[Stage]) -> None:
+def renumber(stages: list[Stage]) -> None:
     for position, stage in enumerate(stages):
         stage.stage_order = position
 
 
-def _ordered_stages(pipeline_id: uuid.UUID) -> list[Stage]:
+def ordered_stages(pipeline_id: uuid.UUID) -> list[Stage]:
     return list(
         db.session.scalars(
             select(Stage)
@@ -295,7 +295,7 @@ def _default_probability(status: str) -> int:
 
 def create_stage(organization_id: uuid.UUID, pipeline_id: uuid.UUID, fields: dict[str, Any]) -> Stage:
     pipeline = pipeline_for_update(organization_id, pipeline_id)
-    stages = _ordered_stages(pipeline.id)
+    stages = ordered_stages(pipeline.id)
     status = fields.get("status") or "open"
     probability = fields.get("probability")
     stage = Stage(
@@ -310,7 +310,7 @@ def create_stage(organization_id: uuid.UUID, pipeline_id: uuid.UUID, fields: dic
     db.session.add(stage)
     # An order past the end appends; the others shift so orders stay 0..n-1.
     stages.insert(min(fields["stage_order"], len(stages)), stage)
-    _renumber(stages)
+    renumber(stages)
     db.session.flush()
     return stage
 
@@ -323,43 +323,11 @@ def update_stage(organization_id: uuid.UUID, stage_id: uuid.UUID, changes: dict[
     if "rotting_days" in changes:
         stage.rotting_days = changes["rotting_days"]
     if changes.get("stage_order") is not None:
-        stages = [s for s in _ordered_stages(stage.pipeline_id) if s.id != stage.id]
+        stages = [s for s in ordered_stages(stage.pipeline_id) if s.id != stage.id]
         stages.insert(min(changes["stage_order"], len(stages)), stage)
-        _renumber(stages)
+        renumber(stages)
     db.session.flush()
     return stage
-
-
-def delete_stage(organization_id: uuid.UUID, stage_id: uuid.UUID, move_to: uuid.UUID | None) -> None:
-    """Refused (409) while live deals sit in the stage, unless ``move_to`` names a stage of the same
-    pipeline: then they move there first (recorded in their stage history). A pipeline keeps at least
-    one stage."""
-    from blueprints.crm.services.deals import move_deal
-
-    stage = get_stage(organization_id, stage_id)
-    stages = _ordered_stages(stage.pipeline_id)
-    if len(stages) == 1:
-        raise ApiError(409, "A pipeline keeps at least one stage")
-    target: Stage | None = None
-    if move_to is not None:
-        target = get_stage(organization_id, move_to)
-        if target.pipeline_id != stage.pipeline_id or target.id == stage.id:
-            raise ApiError(
-                400, "move_to_stage_id: must be another stage of the same pipeline", param="move_to_stage_id"
-            )
-    deals = list(db.session.scalars(select(Deal).where(Deal.stage_id == stage.id)))
-    live = [d for d in deals if d.deleted_at is None]
-    if live and target is None:
-        raise ApiError(409, f"The stage has {len(live)} deal(s); pass move_to_stage_id to move them")
-    fallback = target or next(s for s in stages if s.id != stage.id)
-    for deal in deals:
-        if deal.deleted_at is None:
-            move_deal(deal, fallback, publish_event=True)
-        else:
-            deal.stage_id = fallback.id  # deleted deals only need a valid row to point at
-    db.session.flush()
-    db.session.delete(stage)
-    _renumber([s for s in stages if s.id != stage.id])
 
 
 # ---------------------------------------------------------------------------------------------- currency

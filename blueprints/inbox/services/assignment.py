@@ -24,8 +24,9 @@ import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from sqlalchemy import select
+from sqlalchemy import and_, func, select
 
+from blueprints.channels.models import OrganizationAddress
 from blueprints.inbox.models import MemberAssignment, RoutingRule
 from blueprints.inbox.services.common import as_uuid, conversation_or_404, publish_updated, record_event
 from blueprints.members.models import Member, Team, TeamMember
@@ -35,7 +36,7 @@ from blueprints.messaging import conversation_state
 from blueprints.messaging.models import Conversation
 from core.db import db, isoformat, utcnow
 from core.errors import ApiError
-from core.events import publish
+from core.events import DomainEvent, publish
 from core.hooks import hook
 from core.jobs import job
 
@@ -142,11 +143,24 @@ def _declined(conversation: Conversation, member_id: str) -> bool:
     return any(answers)
 
 
+def active_counts(organization_id: uuid.UUID, member_ids: list[str]) -> dict[str, int]:
+    """Active conversations (status active, not archived) per member, derived in one query: a count that
+    cannot drift, whatever happens concurrently."""
+    rows = db.session.execute(
+        select(Conversation.member_id, func.count())
+        .where(
+            Conversation.organization_id == organization_id,
+            Conversation.member_id.in_(member_ids),
+            and_(Conversation.status == "active", Conversation.archived_at.is_(None)),
+        )
+        .group_by(Conversation.member_id)
+    )
+    return {member_id: count for member_id, count in rows}
+
+
 def available_member(organization_id: uuid.UUID, team_id: str) -> Member | None:
     """The team's online *person* with the fewest active conversations, ties to the longest idle. AI members
     are never picked (they are always online and would take every conversation a team should answer)."""
-    from blueprints.inbox.services.conversations import active_counts
-
     team = find_team(organization_id, team_id)
     if team is None:
         return None
@@ -220,8 +234,6 @@ def _routing(rule: RoutingRule | None, address: str) -> Routing:
 
 
 def _address_or_404(organization_id: uuid.UUID, address: str) -> None:
-    from blueprints.channels.models import OrganizationAddress
-
     found = db.session.scalar(
         select(OrganizationAddress.id).where(
             OrganizationAddress.organization_id == organization_id, OrganizationAddress.address == address
@@ -385,3 +397,24 @@ def _routable(organization_id: uuid.UUID, conversation_ids: list[str]) -> set[st
 @job(retries=2, retry_delay=5)
 def pick_up_waiting_job(organization_id: str, member_id: str) -> list[str]:
     return pick_up_waiting(uuid.UUID(organization_id), member_id)
+
+
+# ------------------------------------------------------------------------------- domain events it follows
+
+
+def route_incoming_messages(events: list[DomainEvent]) -> None:
+    """``message.created`` batches: one routing job per organization, each conversation once (a webhook
+    batch of 200 messages in 40 conversations routes 40 conversations in one job, not 200 jobs)."""
+    by_organization: dict[str, dict[str, None]] = {}
+    for event in events:
+        data = event.data
+        if data.get("direction") == "incoming" and data.get("conversation_id"):
+            by_organization.setdefault(event.organization_id, {})[str(data["conversation_id"])] = None
+    for organization_id, conversation_ids in by_organization.items():
+        route_conversations_job.enqueue(organization_id, list(conversation_ids))
+
+
+def pick_up_when_online(event: DomainEvent) -> None:
+    """``presence.updated``: a member who comes online picks up the conversations waiting for them."""
+    if event.data.get("status") == "online" and event.data.get("member_id"):
+        pick_up_waiting_job.enqueue(event.organization_id, event.data["member_id"])

@@ -25,7 +25,8 @@ from sqlalchemy import func, or_, select, update
 
 from blueprints.channels.crypto import TokenDecryptionError
 from blueprints.channels.models import OrganizationAddress
-from blueprints.channels.providers import ProviderError, Template, provider_for
+from blueprints.channels.providers import ProviderError, Template
+from blueprints.channels.registry import provider_for
 from blueprints.inbox.models import Broadcast, BroadcastRecipient
 from blueprints.messaging import conversation_state
 from blueprints.messaging import sending as messaging

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, and_, exists, func, select, union_all
+from sqlalchemy import Select, exists, func, select, union_all
 from sqlalchemy.orm import selectinload
 
 from blueprints.audit import services as audit_log
@@ -516,18 +516,3 @@ conversation_references = hook(
     "inbox.conversation_references",
     'fn(organization_id, conversation_id) -> ["2 deals", ...]: areas that link conversations',
 )
-
-
-def active_counts(organization_id: uuid.UUID, member_ids: list[str]) -> dict[str, int]:
-    """Active conversations (status active, not archived) per member, derived in one query: a count that
-    cannot drift, whatever happens concurrently."""
-    rows = db.session.execute(
-        select(Conversation.member_id, func.count())
-        .where(
-            Conversation.organization_id == organization_id,
-            Conversation.member_id.in_(member_ids),
-            and_(Conversation.status == "active", Conversation.archived_at.is_(None)),
-        )
-        .group_by(Conversation.member_id)
-    )
-    return {member_id: count for member_id, count in rows}

@@ -14,11 +14,11 @@ from flask_login import current_user, login_user, logout_user
 
 from blueprints.desk.i18n import LANGUAGES
 from blueprints.desk.memo import per_request
-from blueprints.desk.security import DeskUser, limiter, protect_pages, signed_in
+from blueprints.desk.security import DeskUser, limiter, protect_pages, sign_in_lifetime, signed_in
 from blueprints.members.services.desk import desk_identity
 from blueprints.members.services.presence import availabilities, change_status
 from blueprints.members.services.reasons import list_reasons
-from blueprints.members.services.users import authenticate
+from blueprints.members.services.users import authenticate, end_sign_in, sign_out_everywhere, start_sign_in
 from core import uow
 from core.auth import actor
 from core.errors import ApiError
@@ -58,9 +58,18 @@ def signin() -> Response | str | tuple[str, int]:
     if request.method == "POST":
         email = (request.form.get("email") or "").strip()
         user = authenticate(email, request.form.get("password") or "")
-        identity = desk_identity(user.id) if user is not None else None
+        remember = request.form.get("remember") == "on"
+        identity = None
+        if user is not None:
+            # The record is committed with last_login_at by this request's unit of work.
+            sign_in = start_sign_in(user, remember=remember, lifetime=sign_in_lifetime(remember))
+            identity = desk_identity(user.id, sign_in.id)
         if identity is not None:
-            login_user(DeskUser(**asdict(identity)), remember=request.form.get("remember") == "on")
+            if getattr(current_user, "is_authenticated", False):
+                # Signing in again on a signed-in browser replaces its sign-in: the earlier one ends
+                # rather than staying valid, unseen, for whoever kept a copy of its cookies.
+                end_sign_in(current_user.organization_id, current_user.user_id, current_user.sign_in_id)
+            login_user(DeskUser(**asdict(identity)), remember=remember)
             return redirect(_local_target(request.args.get("next")) or url_for("desk.home"))
         error = _("Wrong e-mail or password.")
     status = 401 if error else 200
@@ -69,7 +78,15 @@ def signin() -> Response | str | tuple[str, int]:
 
 @pages.post("/signout")
 def signout() -> Response:
-    logout_user()
+    """Sign out of this browser: its sign-in ends on the server, so a copy of the session or "remember
+    me" cookie is refused from now on. With ``scope=everywhere``, every sign-in of the user ends (the
+    same route, so that it stays the one page verb that ends the session)."""
+    me = signed_in()
+    if request.form.get("scope") == "everywhere":
+        sign_out_everywhere(me.organization_id, me.user_id)
+    else:
+        end_sign_in(me.organization_id, me.user_id, me.sign_in_id)
+    logout_user()  # the browser's cookies; the boundary commits the ended record after this view
     return redirect(url_for("desk.signin"))
 
 

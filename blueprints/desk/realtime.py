@@ -1,9 +1,9 @@
 """The desk's Socket.IO connections: a browser connects with its sign-in session, nothing else.
 
 The page passes ``auth={"desk": "<environment>"}``; the connection is accepted only when that
-environment's session cookie names an active user, and joins only the rooms of that user's organization
-(conversation rooms are joined later through ``join_conversation``, which checks the conversation). The
-member's presence follows the connection (members area).
+environment's session cookie names an open sign-in of an active user, and joins only the rooms of that
+user's organization (conversation rooms are joined later through ``join_conversation``, which checks
+the conversation). The member's presence follows the connection (members area).
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ def _authenticate(*, auth: dict[str, Any]) -> list[str] | None:
     user_id = _session_user_id(environment)
     if user_id is None:
         return None
-    # The pages' own check (blueprints/desk/security.py): a session of a deactivated user, or one from
-    # before a password change, cannot (re)connect.
+    # The pages' own check (blueprints/desk/security.py): a session that was signed out or expired, of a
+    # deactivated user, or from before a password change, cannot (re)connect.
     with in_environment(current_app._get_current_object(), environment):  # type: ignore[attr-defined]
         identity = identity_of_session(user_id)
     if identity is None or identity.member_id is None:
@@ -42,7 +42,7 @@ def _authenticate(*, auth: dict[str, Any]) -> list[str] | None:
         environment,
         identity.organization_id,
         identity.member_id,
-        session=(identity.user_id, identity.session_version),
+        session=members_realtime.DeskSession(identity.user_id, identity.session_version, identity.sign_in_id),
     )
 
 

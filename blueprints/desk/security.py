@@ -3,8 +3,11 @@
 - Sessions: Flask-Login over the members area's users (Argon2id hashes, as ``users create`` stores them).
   Each environment has its own cookies (``/`` live, ``/sandbox`` sandbox), so signing in to one never
   signs out of the other. Cookies are ``HttpOnly`` and ``SameSite=Lax``, ``Secure`` behind TLS
-  (``DESK_SECURE_COOKIES``). Sessions carry the user's sign-in generation: deactivation and a password
-  change end them (:func:`identity_of_session`).
+  (``DESK_SECURE_COOKIES``). Each sign-in has a server-side record (``desk_sign_ins``) named by the
+  session and the "remember me" cookie: signing out ends it, so a copy of either cookie is refused
+  afterwards; it expires after ``DESK_REMEMBER_DAYS`` (remembered) or a day (not remembered). Sessions
+  also carry the user's sign-in generation: deactivation, a password change and "sign out everywhere"
+  end them all (:func:`identity_of_session`).
 - CSRF: every unsafe request of a page blueprint needs the session's token, from the form field
   ``csrf_token`` or the ``X-CSRFToken`` header that htmx sends (``templates/base.html``). The JSON API
   authenticates with keys, never with cookies, so it is not checked.
@@ -16,9 +19,11 @@
 from __future__ import annotations
 
 import functools
+import os
 import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from datetime import timedelta
 from typing import Any
 
 from flask import Blueprint, Flask, abort, current_app, request
@@ -33,14 +38,24 @@ from core.browser_headers import secure_cookies_enabled
 csrf = CSRFProtect()
 
 
+# How long "remember me" keeps a browser signed in: the cookie's lifetime and the sign-in record's.
+DEFAULT_REMEMBER_DAYS = 30
+# A sign-in without "remember me" ends with the browser, but browsers that restore their tabs keep
+# session cookies for weeks, and a copied session cookie works until the record expires. A day covers any
+# shift (the desk stays open all day) while a session forgotten on a shared computer, or a copy of its
+# cookie, is dead by the next day.
+UNREMEMBERED_SIGN_IN = timedelta(hours=24)
+
+
 @dataclass(frozen=True)
 class DeskUser(DeskIdentity, UserMixin):
     """The signed-in person as the pages see them: the user, their human member and organization."""
 
     def get_id(self) -> str:
-        # Flask-Login keeps this in the session and signs it into the "remember me" cookie, so both
-        # carry the user's sign-in generation and stop working once it is bumped.
-        return f"{self.user_id}:{self.session_version}"
+        # Flask-Login keeps this in the session and signs it into the "remember me" cookie, so both name
+        # the sign-in record (ended by signing out) and the user's sign-in generation (bumped when all
+        # their sessions end).
+        return f"{self.user_id}:{self.session_version}:{self.sign_in_id}"
 
     @property
     def is_supervisor(self) -> bool:
@@ -48,18 +63,21 @@ class DeskUser(DeskIdentity, UserMixin):
 
 
 def identity_of_session(session_user_id: str) -> DeskIdentity | None:
-    """The active user a session (or remember cookie) names, when its sign-in generation is still the
-    user's: deactivating a user or changing the password bumps it (members' ``end_sessions``), which
-    ends every page session, remember cookie and Socket.IO connection made before. Used by the page
-    loader and by the desk's Socket.IO connect handler (blueprints/desk/realtime.py)."""
-    raw_id, _, raw_version = session_user_id.partition(":")
+    """The active user a session (or remember cookie) names, while its sign-in is open (not signed out,
+    not expired) and its generation is still the user's: deactivating a user, changing the password and
+    "sign out everywhere" bump it (members' ``end_sessions``). One query. Used by the page loader and by
+    the desk's Socket.IO connect handler (blueprints/desk/realtime.py).
+
+    Ids from before sign-in records (``<user>`` or ``<user>:<version>``) name no sign-in and are
+    refused: those browsers sign in once more."""
+    parts = session_user_id.split(":")
+    if len(parts) != 3:
+        return None
     try:
-        user_id = uuid.UUID(raw_id)
-        # A session from before generations existed names only the user: generation 1, the first.
-        version = int(raw_version) if raw_version else 1
+        user_id, version, sign_in_id = uuid.UUID(parts[0]), int(parts[1]), uuid.UUID(parts[2])
     except ValueError:
         return None
-    identity = desk_identity(user_id)
+    identity = desk_identity(user_id, sign_in_id)
     if identity is None or identity.session_version != version:
         return None
     return identity
@@ -68,6 +86,24 @@ def identity_of_session(session_user_id: str) -> DeskIdentity | None:
 def _load_user(session_user_id: str) -> DeskUser | None:
     identity = identity_of_session(session_user_id)
     return DeskUser(**asdict(identity)) if identity else None
+
+
+def remember_days(app: Flask) -> int:
+    """``DESK_REMEMBER_DAYS`` from the configuration or the process environment (default 30)."""
+    configured = app.config.get("DESK_REMEMBER_DAYS")
+    if configured is None:
+        configured = os.environ.get("DESK_REMEMBER_DAYS") or DEFAULT_REMEMBER_DAYS
+    days = int(configured)
+    if days < 1:
+        raise ValueError(f"DESK_REMEMBER_DAYS must be at least 1, not {configured!r}")
+    return days
+
+
+def sign_in_lifetime(remember: bool) -> timedelta:
+    """How long a new sign-in stays valid on the server: as long as its remember cookie, or a day."""
+    if remember:
+        return timedelta(days=current_app.config["DESK_REMEMBER_DAYS"])
+    return UNREMEMBERED_SIGN_IN
 
 
 def signed_in() -> DeskUser:
@@ -124,7 +160,9 @@ def init_app(app: Flask) -> None:
     path = "/"
     # DESK_SECURE_COOKIES (configuration or environment) says the desk is served over TLS.
     secure = secure_cookies_enabled(app)
+    days = remember_days(app)
     app.config.update(
+        DESK_REMEMBER_DAYS=days,
         SESSION_COOKIE_NAME=f"agentdesk_{environment}",
         SESSION_COOKIE_PATH=path,
         SESSION_COOKIE_HTTPONLY=True,
@@ -135,6 +173,8 @@ def init_app(app: Flask) -> None:
         REMEMBER_COOKIE_HTTPONLY=True,
         REMEMBER_COOKIE_SAMESITE="Lax",
         REMEMBER_COOKIE_SECURE=secure,
+        # The sign-in record expires at the same time (sign_in_lifetime), so a kept cookie gains nothing.
+        REMEMBER_COOKIE_DURATION=timedelta(days=days),
         # Pages check CSRF in their own before_request; the key-authenticated JSON API is not cookie-based.
         WTF_CSRF_CHECK_DEFAULT=False,
         WTF_CSRF_TIME_LIMIT=None,  # the token lives as long as the session (a desk stays open all day)

@@ -42,6 +42,24 @@ class User(UUIDPrimaryKeyMixin, TimestampMixin, db.Model):
     session_version: Mapped[int] = mapped_column(default=1, server_default="1")
 
 
+class DeskSignIn(UUIDPrimaryKeyMixin, db.Model):
+    """One sign-in to the desk (one browser): its id is in the session and the "remember me" cookie, and
+    the desk accepts those only while this row is open. Signing out sets ``ended_at``, so a copied cookie
+    is refused afterwards; ``expires_at`` bounds the sign-in on the server whatever cookie a browser keeps
+    (blueprints/desk/security.py). Rows stay after they end: an audit of who signed in when."""
+
+    __tablename__ = "desk_sign_ins"
+
+    organization_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("organizations.id", ondelete="CASCADE"), index=True
+    )
+    user_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    expires_at: Mapped[datetime]
+    ended_at: Mapped[datetime | None]
+    remember: Mapped[bool] = mapped_column(default=False)
+
+
 class Member(TimestampMixin, db.Model):
     __tablename__ = "members"
     __table_args__ = (UniqueConstraint("organization_id", "id", name="uq_members_organization_id_id"),)

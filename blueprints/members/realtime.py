@@ -36,14 +36,22 @@ DEFAULT_SESSION_CHECK_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
+class DeskSession:
+    """What a desk socket was accepted under: closed once this sign-in or this generation has ended."""
+
+    user_id: uuid.UUID
+    session_version: int
+    sign_in_id: uuid.UUID
+
+
+@dataclass(frozen=True)
 class HeldConnection:
     """A member socket this process accepted: only this process hears it close."""
 
     environment: str
     organization_id: uuid.UUID
     member_pk: uuid.UUID
-    # a desk socket: the signed-in user and the sign-in generation it was accepted under (None for a JWT)
-    session: tuple[uuid.UUID, int] | None = None
+    session: DeskSession | None = None  # None for a member's JWT, which no sign-out ends
 
 
 _local_connections: dict[str, HeldConnection] = {}
@@ -70,11 +78,11 @@ def hold_connection(
     organization_id: uuid.UUID,
     member_id: str,
     *,
-    session: tuple[uuid.UUID, int] | None = None,
+    session: DeskSession | None = None,
 ) -> list[str] | None:
     """Record the current socket as a connection of the member (durable before the socket is told it
     joined) and return the rooms it joins; None when no such member exists. A desk socket passes its
-    ``session`` (user id, sign-in generation): it is closed when that session ends."""
+    ``session``: it is closed when that sign-in ends (signed out, expired) or the user's sessions do."""
     sid = getattr(request, "sid", None)
     if not sid:
         return None
@@ -147,18 +155,22 @@ def beat(app: Flask) -> int:
 
 
 def close_ended_sessions(app: Flask) -> list[str]:
-    """Close this process's desk sockets whose sign-in ended (user deactivated, password changed; one
-    query per environment); returns their socket ids. The socket's own disconnect handler then forgets
-    it and starts the presence grace timer, as for a closed tab."""
-    by_environment: dict[str, dict[str, tuple[uuid.UUID, int]]] = defaultdict(dict)
+    """Close this process's desk sockets whose sign-in ended (signed out, expired, user deactivated,
+    password changed; one query per environment); returns their socket ids. The socket's own disconnect
+    handler then forgets it and starts the presence grace timer, as for a closed tab."""
+    by_environment: dict[str, dict[str, DeskSession]] = defaultdict(dict)
     for sid, held in local_connections().items():
         if held.session is not None:
             by_environment[held.environment][sid] = held.session
     ended: list[str] = []
     for environment, sessions in by_environment.items():
         with in_environment(app, environment):
-            current = users.current_session_versions(sorted({user_id for user_id, _ in sessions.values()}))
-        ended += [sid for sid, (user_id, version) in sessions.items() if current.get(user_id) != version]
+            live = users.live_sign_ins(session.sign_in_id for session in sessions.values())
+        ended += [
+            sid
+            for sid, session in sessions.items()
+            if live.get(session.sign_in_id) != (session.user_id, session.session_version)
+        ]
     for sid in ended:
         realtime.socketio.server.disconnect(sid, namespace="/", ignore_queue=True)
     return ended

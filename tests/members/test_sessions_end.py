@@ -157,17 +157,16 @@ def test_a_socket_whose_session_ended_on_another_process_closes_at_the_session_c
     assert not open_socket.is_connected()
 
 
-def test_a_session_from_before_generations_counts_as_the_first(
+def test_a_session_from_before_sign_in_records_signs_in_again(
     app: Flask, org: Org, make_signed_in: Callable[..., tuple[FlaskClient, uuid.UUID]]
 ) -> None:
-    # Sessions signed in before the upgrade name only the user id: they stay valid until the first bump.
+    # Sessions signed in before desk_sign_ins name no sign-in (``<user>`` or ``<user>:<version>``): the
+    # upgrade asks those browsers to sign in once more (docs/browser-security.md).
     client, user_id = make_signed_in("ana@example.test")
-    with client.session_transaction() as session:
-        session["_user_id"] = str(user_id)
-    assert _signed_in(client)
-    with in_environment(app, LIVE):
-        change_password(uuid.UUID(org.id), user_id, "a brand new secret")
-    assert not _signed_in(client)
+    for old_id in (str(user_id), f"{user_id}:1"):
+        with client.session_transaction() as session:
+            session["_user_id"] = old_id
+        assert not _signed_in(client), old_id
 
 
 def test_the_services_keep_to_their_organization(

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import timedelta
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 from email_validator import EmailNotValidError, validate_email
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from blueprints.audit import services as audit_log
-from blueprints.members.models import ROLES, Member, User
+from blueprints.members.models import ROLES, DeskSignIn, Member, User
 from blueprints.members.services.members import new_member_id, record_status_event
 from blueprints.organizations.models import Organization
 from core import uow
@@ -126,24 +128,81 @@ def _user_of(organization_id: uuid.UUID, user_id: uuid.UUID) -> User:
 sessions_ended = hook("members.sessions_ended", "fn(user_id) -> None, right after the commit that ended them")
 
 
-def end_sessions(user: User) -> None:
-    """Every desk session, "remember me" cookie and Socket.IO (re)connection made before ends: they
-    carry the previous ``session_version`` (blueprints/desk/security.py). Sockets already open are
-    closed after the commit (``sessions_ended``)."""
-    user.session_version = (user.session_version or 1) + 1
-    user_id = user.id
+def start_sign_in(user: User, *, remember: bool, lifetime: timedelta) -> DeskSignIn:
+    """The server-side record of one desk sign-in (one browser), open for ``lifetime`` at most; its id
+    goes into the session and the "remember me" cookie (blueprints/desk/security.py). Flushed, so the
+    caller can read it back in the same unit of work."""
+    now = utcnow()
+    sign_in = DeskSignIn(
+        id=uuid.uuid4(),
+        organization_id=user.organization_id,
+        user_id=user.id,
+        created_at=now,
+        expires_at=now + lifetime,
+        remember=remember,
+    )
+    db.session.add(sign_in)
+    db.session.flush()
+    return sign_in
+
+
+def end_sign_in(organization_id: uuid.UUID, user_id: uuid.UUID, sign_in_id: uuid.UUID) -> None:
+    """Sign out of one browser: that sign-in ends (a copy of its session or remember cookie is refused
+    from now on), the user's other sign-ins stay. Its open sockets close after the commit."""
+    db.session.execute(
+        update(DeskSignIn)
+        .where(
+            DeskSignIn.id == sign_in_id,
+            DeskSignIn.user_id == user_id,
+            DeskSignIn.organization_id == organization_id,
+            DeskSignIn.ended_at.is_(None),
+        )
+        .values(ended_at=utcnow())
+    )
     uow.after_commit(lambda: sessions_ended.answers(user_id=user_id))
 
 
-def current_session_versions(user_ids: list[uuid.UUID]) -> dict[uuid.UUID, int]:
-    """The sign-in generation of each active user among ``user_ids`` (one query); a deactivated or
-    deleted user is left out: none of their sessions is current."""
-    if not user_ids:
+def end_sessions(user: User) -> None:
+    """Every desk session, "remember me" cookie and Socket.IO (re)connection made before ends: they
+    carry the previous ``session_version`` (blueprints/desk/security.py), and every open sign-in of the
+    user is marked ended (the generation alone would do; the rows then also say when each one ended).
+    Sockets already open are closed after the commit (``sessions_ended``)."""
+    user.session_version = (user.session_version or 1) + 1
+    user_id = user.id
+    db.session.execute(
+        update(DeskSignIn)
+        .where(DeskSignIn.user_id == user_id, DeskSignIn.ended_at.is_(None))
+        .values(ended_at=utcnow())
+    )
+    uow.after_commit(lambda: sessions_ended.answers(user_id=user_id))
+
+
+def sign_out_everywhere(organization_id: uuid.UUID, user_id: uuid.UUID) -> User:
+    """The user's own "sign out everywhere": every browser they are signed in on is signed out (in the
+    caller's unit of work)."""
+    user = _user_of(organization_id, user_id)
+    end_sessions(user)
+    db.session.flush()
+    return user
+
+
+def live_sign_ins(sign_in_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, tuple[uuid.UUID, int]]:
+    """Of ``sign_in_ids``, the sign-ins still open (not ended, not expired, their user active), each with
+    its user and that user's current sign-in generation, in one query; the others are left out."""
+    ids = sorted(set(sign_in_ids))
+    if not ids:
         return {}
     rows = db.session.execute(
-        select(User.id, User.session_version).where(User.id.in_(user_ids), User.active.is_(True))
+        select(DeskSignIn.id, User.id, User.session_version)
+        .join(User, User.id == DeskSignIn.user_id)
+        .where(
+            DeskSignIn.id.in_(ids),
+            DeskSignIn.ended_at.is_(None),
+            DeskSignIn.expires_at > utcnow(),
+            User.active.is_(True),
+        )
     )
-    return {user_id: int(version or 1) for user_id, version in rows}
+    return {sign_in_id: (user_id, int(version or 1)) for sign_in_id, user_id, version in rows}
 
 
 def deactivate_user(organization_id: uuid.UUID, user_id: uuid.UUID) -> User:

@@ -32,6 +32,7 @@ $(VENDOR)/.installed: package.json package-lock.json
 	cp node_modules/bootstrap/dist/css/bootstrap.min.css node_modules/bootstrap/dist/js/bootstrap.bundle.min.js $(VENDOR)/bootstrap/
 	cp -r node_modules/bootstrap-icons/font/bootstrap-icons.min.css node_modules/bootstrap-icons/font/fonts $(VENDOR)/bootstrap-icons/
 	cp node_modules/axe-core/axe.min.js $(VENDOR)/
+	cp node_modules/sortablejs/Sortable.min.js $(VENDOR)/
 	touch $@
 
 assets: $(VENDOR)/.installed

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any
 
-from flask import Flask, Response, g, jsonify, request
+from flask import Flask, Response, current_app, g, jsonify, request
 from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound
 
 from core.db import db
@@ -177,7 +177,24 @@ def _handle_api_error(error: ApiError) -> Response:
     return error_response(error)
 
 
+PageRenderer = Callable[[int], Response | None]
+_PAGES = "agentdesk.error_pages"
+
+
+def render_pages_with(app: Flask, renderer: PageRenderer) -> None:
+    """Let the desk answer a browser's 403/404 with a page of its own: ``renderer(status)`` returns the
+    page, or None when the request is not a browser's page request (then the API's body stands)."""
+    app.extensions[_PAGES] = renderer
+
+
+def _page_for(status: int) -> Response | None:
+    renderer = current_app.extensions.get(_PAGES)
+    return renderer(status) if renderer is not None else None
+
+
 def _handle_http_exception(error: HTTPException) -> Response | HTTPException:
+    if (page := _page_for(error.code or 500)) is not None:
+        return page
     # No rule matched the path, or the path exists without this method: the route is not published.
     if request.url_rule is None and isinstance(error, NotFound | MethodNotAllowed):
         return route_not_found()

@@ -14,6 +14,65 @@ document.addEventListener("change", function (evt) {
   }
 });
 
+// Alerts close by themselves (data-autoclose, in ms: a refusal stays longer than a confirmation), and
+// wait while the pointer or the keyboard focus is on them, so nobody loses one they are reading.
+(function () {
+  "use strict";
+
+  function closeLater(alert) {
+    if (alert.dataset.closing) {
+      return;
+    }
+    alert.dataset.closing = "1";
+    let left = parseInt(alert.dataset.autoclose, 10) || 6000;
+    let started = Date.now();
+    let timer = null;
+    function close() {
+      if (window.bootstrap && window.bootstrap.Alert) {
+        window.bootstrap.Alert.getOrCreateInstance(alert).close();
+      } else {
+        alert.remove();
+      }
+    }
+    function run() {
+      started = Date.now();
+      timer = window.setTimeout(close, left);
+    }
+    function hold() {
+      if (timer !== null) {
+        window.clearTimeout(timer);
+        timer = null;
+        left = Math.max(1500, left - (Date.now() - started));
+      }
+    }
+    alert.addEventListener("mouseenter", hold);
+    alert.addEventListener("focusin", hold);
+    alert.addEventListener("mouseleave", run);
+    alert.addEventListener("focusout", run);
+    run();
+  }
+
+  function watch(root) {
+    (root.querySelectorAll ? root.querySelectorAll("[data-autoclose]") : []).forEach(closeLater);
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    watch(document);
+    new MutationObserver(function (changes) {
+      changes.forEach(function (change) {
+        change.addedNodes.forEach(function (node) {
+          if (node.nodeType === 1) {
+            if (node.matches("[data-autoclose]")) {
+              closeLater(node);
+            }
+            watch(node);
+          }
+        });
+      });
+    }).observe(document.body, { childList: true, subtree: true });
+  });
+})();
+
 (function () {
   "use strict";
 
@@ -866,5 +925,209 @@ document.addEventListener("change", function (evt) {
       panel.classList.toggle("show");
       toggle.setAttribute("aria-expanded", panel.classList.contains("show") ? "true" : "false");
     }
+  });
+})();
+
+// Boards (the deal kanban, the ticket board): cards move between columns by drag and drop (SortableJS,
+// from static/vendor) and by each card's "Move to…" menu, the keyboard and pointer-free way (WCAG 2.2,
+// 2.5.7). Both paths post the same move to the card's data-move-url with the column's value, and the
+// server answers the card again (with the columns' counts and totals out of band) or refuses: then the
+// card goes back where it was and the refusal shows in the alert area. A column marked data-needs-reason
+// (a lost stage) asks for a reason first. A live update for a card being dragged waits for the drop.
+(function () {
+  "use strict";
+
+  const csrf = (document.querySelector("meta[name=csrf-token]") || {}).content || "";
+  let dragging = null; // the card element a pointer is dragging
+  const waiting = new Map(); // card id -> live refresh deferred until its drag ends
+
+  function alertFrom(html) {
+    const area = document.getElementById("desk-alerts");
+    if (area && html) {
+      area.insertAdjacentHTML("afterbegin", html);
+    }
+  }
+
+  function askReason(column) {
+    const dialog = document.getElementById("board-reason");
+    if (!dialog || !window.bootstrap) {
+      return Promise.resolve(null);
+    }
+    const form = dialog.querySelector("form");
+    const input = dialog.querySelector("[name=reason]");
+    const title = dialog.querySelector("[data-reason-column]");
+    if (title) {
+      title.textContent = column.dataset.columnName || "";
+    }
+    input.value = "";
+    const modal = window.bootstrap.Modal.getOrCreateInstance(dialog);
+    return new Promise(function (resolve) {
+      let answered = false;
+      function submit(evt) {
+        evt.preventDefault();
+        if (!input.value.trim()) {
+          input.focus();
+          return;
+        }
+        answered = true;
+        modal.hide();
+        resolve(input.value.trim());
+      }
+      form.addEventListener("submit", submit);
+      dialog.addEventListener(
+        "hidden.bs.modal",
+        function () {
+          form.removeEventListener("submit", submit);
+          if (!answered) {
+            resolve(null);
+          }
+        },
+        { once: true }
+      );
+      dialog.addEventListener("shown.bs.modal", function () { input.focus(); }, { once: true });
+      modal.show();
+    });
+  }
+
+  function putBack(card, from, next) {
+    if (next && next.parentNode === from) {
+      from.insertBefore(card, next);
+    } else {
+      from.appendChild(card);
+    }
+  }
+
+  async function move(card, column, from, next) {
+    const value = column.dataset.columnValue;
+    const values = new URLSearchParams({ to: value });
+    if (column.dataset.needsReason !== undefined) {
+      const reason = await askReason(column);
+      if (reason === null) {
+        putBack(card, from, next);
+        return;
+      }
+      values.set("reason", reason);
+    }
+    card.classList.add("board-card-saving");
+    let response;
+    try {
+      response = await fetch(card.dataset.moveUrl, {
+        method: "POST",
+        headers: { "X-CSRFToken": csrf, "HX-Request": "true", "Content-Type": "application/x-www-form-urlencoded" },
+        body: values,
+        credentials: "same-origin",
+      });
+    } catch (error) {
+      response = null;
+    }
+    card.classList.remove("board-card-saving");
+    const html = response ? await response.text() : "";
+    if (!response || !response.ok) {
+      putBack(card, from, next);
+      alertFrom(html || "");
+      card.focus();
+      return;
+    }
+    if (window.htmx && html) {
+      window.htmx.swap(card, html, { swapStyle: "outerHTML" });
+    }
+    const moved = document.querySelector('[data-card-id="' + card.dataset.cardId + '"]');
+    if (moved) {
+      moved.focus();
+    }
+  }
+
+  function cardsOf(column) {
+    return column.querySelector("[data-cards]");
+  }
+
+  function setUp(root) {
+    if (typeof Sortable === "undefined") {
+      return;
+    }
+    root.querySelectorAll("[data-board] [data-cards]").forEach(function (list) {
+      if (list.dataset.sortable) {
+        return;
+      }
+      list.dataset.sortable = "1";
+      Sortable.create(list, {
+        group: list.closest("[data-board]").dataset.board,
+        draggable: "[data-card]",
+        filter: "button, a, input, select, .dropdown-menu",
+        preventOnFilter: false,
+        animation: 120,
+        onStart: function (evt) {
+          dragging = evt.item;
+        },
+        onEnd: function (evt) {
+          dragging = null;
+          const card = evt.item;
+          if (evt.from !== evt.to) {
+            move(card, evt.to.closest("[data-column]"), evt.from, evt.from.children[evt.oldIndex] || null);
+          }
+          const deferred = waiting.get(card.dataset.cardId);
+          if (deferred) {
+            waiting.delete(card.dataset.cardId);
+            deferred();
+          }
+        },
+      });
+    });
+  }
+
+  document.addEventListener("DOMContentLoaded", function () { setUp(document); });
+  document.body.addEventListener("htmx:afterSettle", function (evt) { setUp(evt.target); });
+
+  // "Move to…": the same move, chosen from the card's menu.
+  document.addEventListener("click", function (evt) {
+    const item = evt.target.closest("[data-move-to]");
+    if (!item) {
+      return;
+    }
+    evt.preventDefault();
+    const card = item.closest("[data-card]");
+    const board = card.closest("[data-board]");
+    const column = board.querySelector('[data-column][data-column-value="' + item.dataset.moveTo + '"]');
+    if (!column) {
+      return;
+    }
+    const from = card.parentNode;
+    const next = card.nextElementSibling;
+    cardsOf(column).prepend(card);
+    move(card, column, from, next);
+  });
+
+  // Live: a card another person changed is fetched again (data-refresh-url), unless it is being dragged.
+  function refreshCard(cardId) {
+    const card = document.querySelector('[data-board] [data-card-id="' + cardId + '"]');
+    if (!card || !card.dataset.refreshUrl || !window.htmx) {
+      return;
+    }
+    if (card === dragging) {
+      waiting.set(cardId, function () { refreshCard(cardId); });
+      return;
+    }
+    const board = card.closest("[data-board]");
+    window.htmx.ajax("GET", card.dataset.refreshUrl, { target: card, swap: "outerHTML" }).then(function () {
+      // the card says which column it belongs in now (data-in): a move made elsewhere moves it here too
+      const fresh = board.querySelector('[data-card-id="' + cardId + '"]');
+      if (!fresh || !fresh.dataset.in) {
+        return;
+      }
+      const column = board.querySelector('[data-column][data-column-value="' + fresh.dataset.in + '"]');
+      if (column && fresh.closest("[data-column]") !== column) {
+        cardsOf(column).prepend(fresh);
+      }
+    });
+  }
+
+  ["deal.moved", "deal.updated", "ticket.updated"].forEach(function (name) {
+    document.body.addEventListener("desk:" + name, function (evt) {
+      const data = (evt.detail && evt.detail.data) || {};
+      const id = data.deal_id || data.ticket_id || data.id;
+      if (id) {
+        refreshCard(String(id));
+      }
+    });
   });
 })();

@@ -20,13 +20,12 @@ from flask_babel import gettext as _
 
 from blueprints.ai import handoff, views
 from blueprints.ai.models import OUTCOMES
+from blueprints.desk.errors import alert, refuse_with_alerts
 from blueprints.desk.fragments import conversation_for_page as _conversation
 from blueprints.desk.fragments import vary_fragment as _vary
 from blueprints.desk.security import DeskUser, protect_pages, require_role, signed_in
 from blueprints.messaging.models import Conversation
-from core import uow
 from core.auth import actor as make_actor
-from core.errors import ApiError
 
 pages = Blueprint("ai_pages", __name__)
 protect_pages(pages)
@@ -61,7 +60,7 @@ def _change(conversation_id: str, verb: Any) -> Response:
     conversation = _conversation(me, conversation_id)
     current = views.conversation_state(me.organization_id, conversation)
     if current is None or not current.assigned:
-        return _problem(_("No AI agent is answering this conversation."))
+        return alert(_("No AI agent is answering this conversation."))
     verb(me.organization_id, str(conversation.id), by=make_actor("user", str(me.user_id)))
     return _badge(me, conversation)
 
@@ -136,16 +135,4 @@ def more_runs(agent_id: str) -> Response:
 # ------------------------------------------------------------------------------------------------ errors
 
 
-def _problem(message: str, status: int = 422) -> Response:
-    """A refusal shown in the desk's alert area (as the inbox's pages do), keeping nothing of the request."""
-    uow.rollback()
-    response = make_response(render_template("inbox/_alert.html", message=message), status)
-    if request.headers.get("HX-Request") == "true":
-        response.headers["HX-Retarget"] = "#desk-alerts"
-        response.headers["HX-Reswap"] = "afterbegin"
-    return response
-
-
-@pages.errorhandler(ApiError)
-def _refused(error: ApiError) -> Response:
-    return _problem(error.message or _("That did not work."), 422 if error.status < 500 else error.status)
+refuse_with_alerts(pages)  # a refusal of the AI verbs (pause, resume): an alert where the person looks

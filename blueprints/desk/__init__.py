@@ -1,24 +1,25 @@
-"""The desk: the browser side of the product for human agents and supervisors.
+"""The desk kit: what every area's pages share, and nothing that depends on an area's pages.
 
-This package holds what every page shares: sign-in (Flask-Login over the members area's users), CSRF
-protection of every form and HTMX request (Flask-WTF), the brute-force limit on sign-in (Flask-Limiter),
-the language of the page (Flask-Babel) and the shell (top bar, navigation, presence). Each area serves its
-own pages from its ``pages.py`` with templates under ``templates/<area>/``, calling the same services as its
-``api.py``. See docs/desk.md.
+- ``security``: sign-in sessions (Flask-Login over the members area's users), CSRF on every form and HTMX
+  request (Flask-WTF), the brute-force limit on sign-in (Flask-Limiter), roles;
+- ``errors``: the designed 403 and 404 pages and the refusal fragments of a page (a verb's ``ApiError``
+  shown where the person looks, translated by its code);
+- ``fragments``: the HTMX fragment response and the conversation-or-404 of a page;
+- ``formats``, ``i18n``: dates, numbers and money in the user's language and the organization's zone;
+- ``memo``: per-request memoisation of the shell's reads.
+
+Each area serves its pages from its ``pages.py`` (templates under ``templates/<area>/``) calling the same
+services as its ``api.py``; the frame around them is ``blueprints/shell``. See docs/desk.md.
 """
 
 from __future__ import annotations
 
 from flask import Flask
 
-from blueprints.desk import i18n, security
+from blueprints.desk import errors, i18n, security
 
 
 def init_app(app: Flask) -> None:
-    from blueprints.desk import realtime
-    from blueprints.desk.pages import pages
-
-    realtime.install()
     security.init_app(app)
     i18n.init_app(app)
-    app.register_blueprint(pages)
+    errors.init_app(app)

@@ -66,7 +66,7 @@ def identity_of_session(session_user_id: str) -> DeskIdentity | None:
     """The active user a session (or remember cookie) names, while its sign-in is open (not signed out,
     not expired) and its generation is still the user's: deactivating a user, changing the password and
     "sign out everywhere" bump it (members' ``end_sessions``). One query. Used by the page loader and by
-    the desk's Socket.IO connect handler (blueprints/desk/realtime.py).
+    the desk's Socket.IO connect handler (blueprints/shell/realtime.py).
 
     Ids from before sign-in records (``<user>`` or ``<user>:<version>``) name no sign-in and are
     refused: those browsers sign in once more."""

@@ -21,6 +21,7 @@ from typing import Any
 
 from flask import Blueprint, Response, abort, make_response, render_template, request, url_for
 from flask_babel import gettext as _
+from flask_babel import lazy_gettext
 from werkzeug.datastructures import MultiDict
 from werkzeug.routing import BuildError
 
@@ -29,6 +30,7 @@ from blueprints.channels.provider_ids import INVALID_PROVIDER_ID
 from blueprints.channels.providers import MediaRef
 from blueprints.channels.services import list_addresses
 from blueprints.desk import formats
+from blueprints.desk.errors import alert, refuse_with_alerts, register_refusals
 from blueprints.desk.fragments import conversation_for_page as _conversation
 from blueprints.desk.fragments import vary_fragment as _vary
 from blueprints.desk.memo import per_request
@@ -43,7 +45,6 @@ from blueprints.members.services.teams import list_teams, teams_of
 from blueprints.messaging import services as messaging
 from blueprints.messaging.models import Conversation, Message
 from blueprints.messaging.sending import Content, TemplateSend
-from core import uow
 from core.auth import actor as make_actor
 from core.db import utcnow
 from core.errors import ApiError
@@ -806,29 +807,19 @@ def change_state(conversation_id: str) -> Response:
 
 def _problem(message: str, status: int = 422) -> Response:
     """A refusal shown where the agent looks (the alert area), keeping nothing of the request."""
-    uow.rollback()
-    response = make_response(render_template("inbox/_alert.html", message=message), status)
-    if request.headers.get("HX-Request") == "true":
-        response.headers["HX-Retarget"] = "#desk-alerts"
-        response.headers["HX-Reswap"] = "afterbegin"
-    return response
+    return alert(message, status=status)
 
 
-@pages.errorhandler(ApiError)
-def _refused(error: ApiError) -> Response:
-    # The services answer in the API's words (English); the desk shows them as they are, translated
-    # where the desk knows the case.
-    known = {
-        messaging.SEND_FAILED: _("The message could not be sent."),
-        messaging.TEMPLATE_LOOKUP_FAILED: _("The template could not be found."),
-        messaging.PARAMETER_NAME_MISSING: _("Fill in every field of the template."),
+# The services answer in the API's words (English); the desk shows the translation of each code it knows.
+register_refusals(
+    {
+        "send_failed": lazy_gettext("The message could not be sent."),
+        "template_not_found": lazy_gettext("The template could not be found."),
+        "template_parameter_missing": lazy_gettext("Fill in every field of the template."),
+        INVALID_PROVIDER_ID: lazy_gettext("That template does not belong to this number."),
     }
-    if error.code == INVALID_PROVIDER_ID:
-        return _problem(_("That template does not belong to this number."), 422)
-    return _problem(
-        known.get(error.message or "", error.message or _("That did not work.")),
-        422 if error.status < 500 else error.status,
-    )
+)
+refuse_with_alerts(pages)
 
 
 def _parse_instant(value: str | None) -> datetime | None:

@@ -18,7 +18,9 @@ hook, and this package plugs the owner in:
 - core's Socket.IO <- messaging: a message event also reaches its conversation's room, and a client
   joins only a conversation of its organization;
 - CRM <- AI: a conversation's summary written by the model when one is configured;
-- inbox <- AI: a conversation an AI agent handed over is not routed back to an agent.
+- inbox <- AI: a conversation an AI agent handed over is not routed back to an agent;
+- core's Socket.IO <- members, desk: who may connect (a member's JWT, a desk session), presence when a
+  connection drops, and the sockets of sign-ins that ended are closed.
 
 Every hook of the project is connected here and nowhere else (a test reads the code for ``.connect(``),
 so reading this function tells who answers what. Domain events (``core.events.subscribe``) stay with the
@@ -49,8 +51,14 @@ from blueprints.crm.services.links import (
 )
 from blueprints.inbox.services.assignment import active_counts, routing_declined
 from blueprints.inbox.services.conversations import conversation_references
+from blueprints.members.realtime import (
+    authenticate_member_socket,
+    close_sockets_of_ended_sessions,
+    connection_dropped,
+)
 from blueprints.members.services.hooks import active_conversation_counts, connected_channels
 from blueprints.members.services.members import existing_member_ids
+from blueprints.members.services.users import sessions_ended
 from blueprints.messaging.contacts import link_crm_contact, move_crm_links
 from blueprints.messaging.ingest import settle_batch, store_batch, store_item
 from blueprints.messaging.realtime import conversation_belongs_here, conversation_rooms
@@ -58,6 +66,7 @@ from blueprints.messaging.services import conversation_transcript as transcript_
 from blueprints.messaging.services import existing_conversation_ids
 from blueprints.messaging.threads import crm_contacts_for_phones, known_crm_contacts
 from blueprints.organizations.directory import TENANCY
+from blueprints.shell.realtime import authenticate_desk_socket
 from core import auth, realtime
 from core.events import DomainEvent, subscribe
 from core.jobs import job
@@ -126,6 +135,11 @@ def init_app(app: Flask) -> None:
     inbound_events.connect(store_item)
     inbound_batch.connect(store_batch)
     inbound_settle.connect(settle_batch)
+    # Socket.IO: who may connect (a member's JWT, a desk session), presence, sockets of ended sign-ins
+    realtime.connection_rooms.connect(authenticate_member_socket)
+    realtime.connection_rooms.connect(authenticate_desk_socket)
+    realtime.disconnected.connect(connection_dropped)
+    sessions_ended.connect(close_sockets_of_ended_sessions)
     realtime.event_rooms.connect(conversation_rooms)
     realtime.conversation_access.connect(conversation_belongs_here)
     conversation_transcript.connect(_transcript)

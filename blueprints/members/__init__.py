@@ -7,6 +7,9 @@ from flask import Flask
 
 
 def init_app(app: Flask) -> None:
+    # Imported when the app is built, not when a module of the area is: importing
+    # blueprints.members.x runs this package's __init__ first, and its API imports the whole area.
+    # Its Socket.IO hooks (connections, presence, ended sessions) are connected in blueprints/integrations.
     from blueprints.members import realtime
     from blueprints.members.api import api
     from blueprints.members.messaging_api import api as messaging_api
@@ -18,4 +21,3 @@ def init_app(app: Flask) -> None:
     )
     app.register_api(api)  # type: ignore[attr-defined]
     app.register_api(messaging_api)  # type: ignore[attr-defined]
-    realtime.install()

@@ -99,7 +99,7 @@ def hold_connection(
     return [room_for(environment, organization_id)]
 
 
-def _authenticate(*, auth: dict[str, Any]) -> list[str] | None:
+def authenticate_member_socket(*, auth: dict[str, Any]) -> list[str] | None:
     """Socket.IO authenticator for a member's JWT: records the connection and returns the organization's
     room, or None to let another authenticator (or the refusal) decide."""
     token = auth.get("token") if isinstance(auth, dict) else None
@@ -115,7 +115,7 @@ def _authenticate(*, auth: dict[str, Any]) -> list[str] | None:
     return None
 
 
-def _disconnected(*, sid: str | None) -> None:
+def connection_dropped(*, sid: str | None) -> None:
     """Forget the socket; when it was the member's last connection, start the grace timer."""
     with _lock:
         held = _local_connections.pop(sid or "", None)
@@ -176,7 +176,7 @@ def close_ended_sessions(app: Flask) -> list[str]:
     return ended
 
 
-def _sessions_ended(*, user_id: uuid.UUID) -> None:
+def close_sockets_of_ended_sessions(*, user_id: uuid.UUID) -> None:
     """After the commit that ended a user's sessions: close their sockets held by this process now."""
     with _heartbeat_lock:
         apps = list(_heartbeat_apps.values())
@@ -215,10 +215,3 @@ def ensure_heartbeat(app: Flask) -> None:
                 log.exception("presence heartbeat failed")
 
     threading.Thread(target=loop, name="presence-heartbeat", daemon=True).start()
-
-
-def install() -> None:
-    """Idempotent: both environments' apps call it; the Socket.IO server is shared."""
-    realtime.connection_rooms.connect(_authenticate)
-    realtime.disconnected.connect(_disconnected)
-    users.sessions_ended.connect(_sessions_ended)

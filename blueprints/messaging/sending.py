@@ -205,7 +205,7 @@ def send_message(
     # Checked before anything is written: an open window means the contact wrote, so the thread exists.
     last_incoming = _last_incoming(address, contact)
     if last_incoming is None or now - last_incoming >= SERVICE_WINDOW:
-        raise ApiError(400, SEND_FAILED)
+        raise ApiError(400, SEND_FAILED, code="send_failed")
     thread = thread_for(address, contact)
     message = Message(
         id=uuid.uuid4(),
@@ -248,15 +248,15 @@ def _renew_last_message(conversation: Conversation, when: datetime) -> None:
 def _api_error_for(error: ProviderError, message: Message) -> ApiError:
     headers = {"X-Message-Id": str(message.id)}
     if error.template_missing:
-        return ApiError(404, TEMPLATE_LOOKUP_FAILED, headers=headers)
+        return ApiError(404, TEMPLATE_LOOKUP_FAILED, code="template_not_found", headers=headers)
     if error.code == "no_token":
         return ApiError(400, NO_TOKEN, headers=headers)
     if error.rate_limited:
         headers["Retry-After"] = str(error.retry_after or 60)
-        return ApiError(429, SEND_FAILED, headers=headers)
+        return ApiError(429, SEND_FAILED, code="send_failed", headers=headers)
     if error.unavailable:
-        return ApiError(502, SEND_FAILED, headers=headers)
-    return ApiError(400, SEND_FAILED, headers=headers)
+        return ApiError(502, SEND_FAILED, code="send_failed", headers=headers)
+    return ApiError(400, SEND_FAILED, code="send_failed", headers=headers)
 
 
 def _dispatch(
@@ -360,7 +360,7 @@ def send_template(organization_id: uuid.UUID, send: TemplateSend) -> Message:
     if address.service != "whatsapp":
         raise ApiError(400, "organization_address: templates are sent from WhatsApp addresses")
     if any(not p.get("parameter_name") for p in _text_parameters(send.components)):
-        raise ApiError(400, PARAMETER_NAME_MISSING, param="components")
+        raise ApiError(400, PARAMETER_NAME_MISSING, code="template_parameter_missing", param="components")
     to = contact_address_for("whatsapp", send.to, "to")
     provider = provider_for(address)
     provider.ids.check(send.meta_template_id, "meta_template_id")
@@ -370,7 +370,9 @@ def send_template(organization_id: uuid.UUID, send: TemplateSend) -> Message:
         if isinstance(error, ProviderError) and error.auth_failed:
             address.status = "reauth_required"
             uow.checkpoint("send.refused")
-        raise ApiError(404, TEMPLATE_LOOKUP_FAILED, param="meta_template_id") from None
+        raise ApiError(
+            404, TEMPLATE_LOOKUP_FAILED, code="template_not_found", param="meta_template_id"
+        ) from None
     if template.status != "APPROVED":
         raise ApiError(
             400,
@@ -387,7 +389,7 @@ def send_template(organization_id: uuid.UUID, send: TemplateSend) -> Message:
     if template.parameter_format == "NAMED":
         expected = set(template.placeholders("BODY")) | set(template.placeholders("HEADER"))
         if expected - named:
-            raise ApiError(400, PARAMETER_NAME_MISSING, param="components")
+            raise ApiError(400, PARAMETER_NAME_MISSING, code="template_parameter_missing", param="components")
     thread = thread_for(address, to)
     now = utcnow()
     message = Message(

@@ -334,4 +334,6 @@ def template_for(organization_id: uuid.UUID, organization_address: str, template
     try:
         return provider.get_template(address, template_id)
     except (ProviderError, TokenDecryptionError):
-        raise ApiError(404, TEMPLATE_LOOKUP_FAILED, param="meta_template_id") from None
+        raise ApiError(
+            404, TEMPLATE_LOOKUP_FAILED, code="template_not_found", param="meta_template_id"
+        ) from None

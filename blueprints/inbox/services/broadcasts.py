@@ -82,7 +82,9 @@ def _check_named(components: list[dict[str, Any]], where: str) -> None:
     for component in components:
         for parameter in component.get("parameters") or []:
             if parameter.get("type", "text") == "text" and not parameter.get("parameter_name"):
-                raise ApiError(400, messaging.PARAMETER_NAME_MISSING, param=where)
+                raise ApiError(
+                    400, messaging.PARAMETER_NAME_MISSING, code="template_parameter_missing", param=where
+                )
 
 
 def create_broadcast(
@@ -144,7 +146,9 @@ def _approved_template(address: OrganizationAddress, template_id: str) -> Templa
     try:
         template = provider.get_template(address, template_id)
     except (ProviderError, TokenDecryptionError):
-        raise ApiError(404, messaging.TEMPLATE_LOOKUP_FAILED, param="meta_template_id") from None
+        raise ApiError(
+            404, messaging.TEMPLATE_LOOKUP_FAILED, code="template_not_found", param="meta_template_id"
+        ) from None
     if template.status != "APPROVED":
         raise ApiError(
             400,

@@ -14,7 +14,6 @@ from flask import current_app, request
 
 from blueprints.desk.security import identity_of_session
 from blueprints.members import realtime as members_realtime
-from core import realtime
 from core.environments import ENVIRONMENTS, environment_app, in_environment
 
 
@@ -25,7 +24,7 @@ def _session_user_id(environment: str) -> str | None:
     return str(user_id) if user_id else None
 
 
-def _authenticate(*, auth: dict[str, Any]) -> list[str] | None:
+def authenticate_desk_socket(*, auth: dict[str, Any]) -> list[str] | None:
     environment = auth.get("desk") if isinstance(auth, dict) else None
     if environment not in ENVIRONMENTS:
         return None
@@ -44,7 +43,3 @@ def _authenticate(*, auth: dict[str, Any]) -> list[str] | None:
         identity.member_id,
         session=members_realtime.DeskSession(identity.user_id, identity.session_version, identity.sign_in_id),
     )
-
-
-def install() -> None:
-    realtime.connection_rooms.connect(_authenticate)

@@ -4,17 +4,32 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from flask import Blueprint, Response, make_response, redirect, render_template, request, session, url_for
+from flask import (
+    Blueprint,
+    Response,
+    current_app,
+    make_response,
+    redirect,
+    render_template,
+    request,
+    session,
+    url_for,
+)
 from flask_babel import gettext as _
+from flask_babel import lazy_pgettext
 from flask_login import current_user, login_user, logout_user
 
+from blueprints.desk.fragments import vary_fragment as _vary
 from blueprints.desk.i18n import LANGUAGES
 from blueprints.desk.memo import per_request
 from blueprints.desk.security import DeskUser, limiter, protect_pages, sign_in_lifetime, signed_in
+from blueprints.inbox.pages import inbox_page
+from blueprints.inbox.services.conversations import ConversationFilter
+from blueprints.inbox.services.tab_counts import tab_counts
 from blueprints.members.services.desk import desk_identity
 from blueprints.members.services.presence import availabilities, change_status
 from blueprints.members.services.reasons import list_reasons
@@ -101,8 +116,6 @@ def choose_language() -> Response:
 @pages.get("/desk")
 def home() -> Response:
     """The desk opens on the inbox (the page agents live in)."""
-    from blueprints.inbox.pages import inbox_page
-
     return inbox_page()
 
 
@@ -141,6 +154,64 @@ def _read_shell(me: DeskUser) -> dict[str, Any]:
     }
 
 
+# ---- navigation: one rail for every section, collapsing to a drawer on a phone --------------------------
+
+
+@dataclass(frozen=True)
+class NavItem:
+    key: str  # what a page sets as ``active_page``
+    endpoint: str
+    icon: str  # a Bootstrap icon
+    label: Any  # a lazy translation
+    supervisors: bool = False  # only supervisors see it
+    badge: str | None = None  # a key of nav_badges()
+
+
+# In the order of the rail. Its labels are short words (gettext context "rail": "Bandeja", not the page
+# title's "Bandeja de entrada"). A section whose page is not registered (yet) is left out, so the rail
+# shows exactly what the product serves; the server refuses a supervisor's page to others whatever it shows.
+NAV = (
+    NavItem("inbox", "inbox_pages.inbox_page", "bi-inbox", lazy_pgettext("rail", "Inbox"), badge="mine"),
+    NavItem("deals", "crm_pages.deals_page", "bi-kanban", lazy_pgettext("rail", "Deals")),
+    NavItem("tickets", "crm_pages.tickets_page", "bi-ticket-detailed", lazy_pgettext("rail", "Tickets")),
+    NavItem(
+        "tasks", "crm_pages.tasks_page", "bi-check2-square", lazy_pgettext("rail", "Tasks"), badge="overdue"
+    ),
+    NavItem("contacts", "crm_pages.contacts_page", "bi-person-vcard", lazy_pgettext("rail", "Contacts")),
+    NavItem("agents", "ai_pages.agents_page", "bi-robot", lazy_pgettext("rail", "AI agents"), True),
+    NavItem("telecom", "telecom_pages.telecom_page", "bi-sim", lazy_pgettext("rail", "Telecom"), True),
+    NavItem("audit", "audit_pages.audit_page", "bi-journal-text", lazy_pgettext("rail", "Audit"), True),
+)
+
+
+def nav_items(me: DeskUser) -> list[NavItem]:
+    served = current_app.view_functions
+    return [item for item in NAV if item.endpoint in served and (me.is_supervisor or not item.supervisors)]
+
+
+def nav_badges(me: DeskUser) -> dict[str, int]:
+    """The rail's counts: the member's open conversations (the inbox's Mine tab) and, once the tasks page
+    exists, their overdue tasks. One query each, once per page."""
+
+    def read() -> dict[str, int]:
+        counts = {"mine": 0}
+        if me.member_id is not None:
+            counts["mine"] = tab_counts(
+                me.organization_id, ConversationFilter(), member_id=me.member_id, team_ids=[], tabs=("mine",)
+            ).get("mine", 0)
+        return counts
+
+    return per_request(("desk_nav_badges", me.organization_id, me.member_id), read)
+
+
+@pages.get("/desk/nav")
+def nav_fragment() -> Response:
+    """The rail's badges again (a conversation assigned or closed elsewhere changes them live)."""
+    me = signed_in()
+    html = render_template("desk/_nav_badges.html", me=me, badges=nav_badges(me), items=nav_items(me))
+    return _vary(make_response(html))
+
+
 @pages.app_context_processor
 def _shell_context() -> dict[str, Any]:
     signed = bool(getattr(current_user, "is_authenticated", False))
@@ -148,6 +219,8 @@ def _shell_context() -> dict[str, Any]:
         "status_names": status_names() if signed else {},
         "statuses_with_reason": STATUSES_WITH_REASON,
         "shell": _shell if signed else None,
+        "nav_items": nav_items if signed else None,
+        "nav_badges": nav_badges if signed else None,
     }
 
 

@@ -6,7 +6,11 @@ this module, so the rules cannot drift apart:
 - **Signature** (Stripe's scheme): ``t=<unix>,v1=<hex>[,v1=<hex>]`` where each ``v1`` is HMAC-SHA256 of
   ``"{t}.{body}"`` keyed with a whole ``whsec_…`` secret. Each area picks its own header name.
 - **URL check at configuration time** (:func:`check_url`, no DNS): https, a host, no credentials, no
-  fragment, a literal IP must be public.
+  fragment; the host read the way the resolver will read it (IDNA with NFKC, so full-width and circled
+  digits are digits; a final dot dropped; ``127.1``, ``0x7f.0.0.1``, ``2130706433`` and ``0177.0.0.1``
+  parsed as ``inet_aton`` parses them), and then a literal address must be public and ``localhost`` is
+  refused. Each area calls it when a URL is saved, so a partner hears of a refused URL at once instead
+  of after a day of failed deliveries.
 - **Address check at every delivery** (:func:`pinned_target`): the host name is resolved, *every* address
   must be public, and the connection is made to the checked address with the original ``Host`` header
   and TLS server name. A DNS answer changed between the check and the connection (DNS rebinding) cannot
@@ -28,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import ipaddress
+import re
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -39,6 +44,25 @@ import httpx
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
+# Names the resolver answers without DNS, from the hosts file of common systems (Debian's ip6-*, Red Hat's
+# localhost6) or by rule (RFC 6761: every name under .localhost is loopback).
+_LOCAL_NAMES = frozenset(
+    {
+        "localhost",
+        "localhost.localdomain",
+        "localhost6",
+        "localhost6.localdomain6",
+        "ip6-localhost",
+        "ip6-loopback",
+    }
+)
+# A host name in its ASCII form: labels of letters, digits, "-" and "_" (found in real DNS names). Anything
+# else (spaces, "%", "*") is no name a delivery could resolve, and glibc's inet_aton would even read
+# "127.0.0.1 x" as 127.0.0.1.
+_HOST_NAME = re.compile(r"[a-z0-9_-]+(?:\.[a-z0-9_-]+)*")
+# A host written as an IPv4 number in inet_aton's grammar: dotted parts, each decimal, octal (leading 0)
+# or hex (0x). Such a host is never looked up in DNS: it is a number or it is invalid.
+_IPV4_NUMBER = re.compile(r"(?:0x[0-9a-f]*|[0-9]+)(?:\.(?:0x[0-9a-f]*|[0-9]+))*")
 DEFAULT_EXCERPT_BYTES = 1024
 # NAT64's well-known prefix (RFC 6052): on an IPv6-only network DNS64 answers every IPv4-only name with
 # one of these, so it is judged by the IPv4 address in its last 32 bits rather than refused outright.
@@ -69,6 +93,13 @@ def signature_header(signing_secrets: list[str], timestamp: int, body: bytes) ->
 
 
 # Addresses ---------------------------------------------------------------------------------------------
+
+
+def switch_on(setting: object) -> bool:
+    """An area's loopback switch as its setting holds it: a bool (tests set one) or an environment string
+    (``1``, ``true``, ``yes``, ``on``). Areas read their switch through this both when a URL is saved and
+    when it is called, so the two moments agree."""
+    return str(setting).strip().lower() in ("1", "true", "yes", "on")
 
 
 def is_loopback_host(host: str) -> bool:
@@ -133,10 +164,47 @@ def check_address(address: Address, *, allow_loopback: bool) -> None:
 # URLs --------------------------------------------------------------------------------------------------
 
 
+def resolver_name(host: str) -> str:
+    """The host as the resolver is handed it, or :class:`UrlRefused`. ``socket.getaddrinfo`` (and so
+    every delivery) encodes a name with Python's IDNA codec, whose nameprep applies NFKC and case folding:
+    full-width letters and digits (U+FF10 on), circled digits (U+2460 on) and the like arrive as their
+    ASCII letters and digits, and the ideographic and full-width full stops separate labels like ``.``.
+    A final dot only marks the name as absolute (``localhost.`` is ``localhost``)."""
+    try:
+        name = host.encode("idna").decode("ascii").lower()
+    except UnicodeError:  # an empty or overlong label, or a character nameprep forbids
+        raise UrlRefused("has an invalid host name") from None
+    if name.endswith("."):
+        name = name[:-1]
+    if not _HOST_NAME.fullmatch(name):
+        raise UrlRefused("has an invalid host name")
+    return name
+
+
+def is_local_name(name: str) -> bool:
+    """A name (as :func:`resolver_name` gives it) that reaches this machine without asking DNS."""
+    return name in _LOCAL_NAMES or name.endswith(".localhost")
+
+
+def ipv4_number(name: str) -> ipaddress.IPv4Address | None:
+    """The address a host written as a number stands for, parsed by ``inet_aton`` as the resolver parses
+    it (``127.1``, ``0x7f.0.0.1``, ``2130706433`` and ``0177.0.0.1`` are all 127.0.0.1); ``None`` for a
+    name. A number ``inet_aton`` refuses (``1.2.3.4.5``, ``08.0.0.1``) is :class:`UrlRefused`: the resolver
+    would send it to DNS as a name, and a name of numeric labels only is no public host's."""
+    if not _IPV4_NUMBER.fullmatch(name):
+        return None
+    try:
+        return ipaddress.IPv4Address(socket.inet_aton(name))
+    except OSError:
+        raise UrlRefused("has an invalid IP address") from None
+
+
 def check_url(url: str, *, allow_loopback: bool) -> str:
     """The URL as stored (path ``/`` when empty, no fragment), or :class:`UrlRefused`: https, a host, no
-    credentials, no fragment, a valid port, not ``localhost``, a literal IP only if public. Names are not
-    resolved here (that happens at every delivery, see :func:`pinned_target`)."""
+    credentials, no fragment, a valid port, the host read as the resolver reads it
+    (:func:`resolver_name`, :func:`ipv4_number`), not ``localhost``, an address only if public. Names are
+    not resolved here (that happens at every delivery, see :func:`pinned_target`): saving a URL makes no
+    network call, and a name that resolves to a private address is refused at its first delivery."""
     try:
         parts = urlsplit(url.strip())
         port = parts.port
@@ -153,9 +221,16 @@ def check_url(url: str, *, allow_loopback: bool) -> str:
         raise UrlRefused("must not have a fragment")
     if port == 0:
         raise UrlRefused("has an invalid port")
-    if (host == "localhost" or host.endswith(".localhost")) and not allow_loopback:
-        raise UrlRefused("must not point at this server or a private network")
-    address = ip(host)
+    address: Address | None
+    if ":" in host:  # an IPv6 literal (urlsplit has taken off its brackets)
+        address = ip(host)
+        if address is None:
+            raise UrlRefused("has an invalid IP address")
+    else:
+        name = resolver_name(host)
+        if is_local_name(name) and not allow_loopback:
+            raise UrlRefused("must not point at this server or a private network")
+        address = ipv4_number(name)
     if address is not None:
         try:
             check_address(address, allow_loopback=allow_loopback)

@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 from urllib.parse import urlparse
 
 from email_validator import EmailNotValidError, validate_email
+from flask import current_app, has_app_context
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -25,6 +26,7 @@ from pydantic import (
 )
 
 from blueprints.members.models import STATUSES, TOOLS
+from core.outbound import UrlRefused, check_url, switch_on
 from core.pagination import PageLimitQuery, SkipTakeQuery
 from core.phones import InvalidPhoneNumber, normalize_phone
 from core.responses import ResponseModel, WireObject, WireOptionalText, WireText
@@ -570,11 +572,21 @@ def _email(value: str) -> str:
         raise ValueError(f"not a valid e-mail address: {value!r}") from exc
 
 
+def _notifications_loopback() -> bool:
+    """The notifications area delivers these webhooks and owns their test switch; it sits above this area,
+    so its setting is read by name rather than imported. Off outside an application."""
+    return has_app_context() and switch_on(current_app.config.get("NOTIFICATIONS_ALLOW_HTTP_LOOPBACK"))
+
+
 def _https(value: str) -> str:
-    parsed = urlparse(value)
-    if parsed.scheme != "https" or not parsed.hostname:
-        raise ValueError(f"webhook must be an https URL: {value!r}")
-    return value
+    """The webhook as stored, checked when saved by the very check every delivery repeats
+    (``core.outbound``), with the notifications area's loopback switch: a URL its deliveries would refuse
+    (a private or loopback address in any spelling, credentials, plain http) is a 400 now, not a failed
+    delivery log a day later. No DNS here; a name is resolved and its addresses checked at delivery."""
+    try:
+        return check_url(value, allow_loopback=_notifications_loopback())
+    except UrlRefused as refused:
+        raise ValueError(f"webhook must be an https URL to a public host: {refused}") from None
 
 
 class NotificationTargets(BaseModel):

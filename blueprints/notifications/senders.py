@@ -271,7 +271,8 @@ def signing_secret(organization_id: uuid.UUID | str) -> str:
 
 
 def _loopback_allowed() -> bool:
-    return _flag("NOTIFICATIONS_ALLOW_HTTP_LOOPBACK")
+    # read as the agent configuration reads it when the URL is saved (blueprints/members/schemas.py)
+    return outbound.switch_on(current_app.config.get("NOTIFICATIONS_ALLOW_HTTP_LOOPBACK"))
 
 
 def post_webhook(organization_id: uuid.UUID, url: str, envelope: dict[str, Any], delivery_id: str) -> Outcome:

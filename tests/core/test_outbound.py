@@ -18,6 +18,7 @@ from flask import Flask
 from blueprints.notifications import senders
 from core import outbound
 from core.environments import environment_app, in_environment
+from tests.core.refused_urls import ACCEPTED, REFUSED, circled, full_width, full_width_dots
 from tests.support.webhook_receiver import WebhookReceiver, verify_signature, webhook_receiver
 
 TIMEOUT = 1.0
@@ -164,6 +165,59 @@ def test_loopback_switch_opens_loopback_only() -> None:
         outbound.check_url("http://hooks.example.com/x", allow_loopback=True)
     with pytest.raises(outbound.UrlRefused, match="private"):
         outbound.check_url("https://10.0.0.1/x", allow_loopback=True)
+
+
+@pytest.mark.parametrize(("url", "words"), REFUSED)
+def test_check_url_reads_hosts_as_the_resolver_does(url: str, words: str) -> None:
+    with pytest.raises(outbound.UrlRefused, match=words):
+        outbound.check_url(url, allow_loopback=False)
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "127.1",
+        "0x7f.0.0.1",
+        "2130706433",
+        "0177.0.0.1",
+        "0xa9fea9fe",
+        "10.1",
+        "00000000000000000127.0.0.1",  # octal 0127 is 87
+        full_width("127.0.0.1"),
+        full_width_dots("169.254.169.254"),
+        f"{circled('127')}.0.0.1",
+    ],
+)
+def test_numeric_hosts_are_the_addresses_the_resolver_connects_to(host: str) -> None:
+    # AI_NUMERICHOST: the system resolver parses the number and asks no DNS server
+    [info, *_] = socket.getaddrinfo(host, 443, socket.AF_INET, socket.SOCK_STREAM, 0, socket.AI_NUMERICHOST)
+    assert str(outbound.ipv4_number(outbound.resolver_name(host))) == info[4][0]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        ACCEPTED,
+        "https://hooks.example.com./x",  # an absolute name is still a name
+        f"https://{full_width('hooks')}.example.com/x",  # resolved (as hooks.example.com) at delivery
+        "https://0x08080808/x",  # 8.8.8.8, public
+        "https://1e100.net/x",  # labels of digits and letters are names, not numbers
+    ],
+)
+def test_check_url_accepts_public_names_in_any_spelling(url: str) -> None:
+    assert outbound.check_url(url, allow_loopback=False) == url
+
+
+def test_loopback_switch_reads_bools_and_environment_strings() -> None:
+    assert all(outbound.switch_on(v) for v in (True, 1, "1", "true", " Yes ", "on"))
+    assert not any(outbound.switch_on(v) for v in (False, 0, None, "", "0", "false", "off"))
+
+
+def test_loopback_switch_opens_every_spelling_of_loopback_only() -> None:
+    for url in ("https://127.1/x", f"https://{full_width('localhost')}/x", "https://localhost./x"):
+        assert outbound.check_url(url, allow_loopback=True) == url
+    with pytest.raises(outbound.UrlRefused, match="private"):
+        outbound.check_url("https://0xa.0.0.1/x", allow_loopback=True)
 
 
 # Addresses checked at every delivery ------------------------------------------------------------------

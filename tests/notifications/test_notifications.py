@@ -262,7 +262,10 @@ def test_webhook_retries_with_exponential_backoff_then_gives_up(
 def test_webhooks_to_plain_http_or_private_addresses_are_refused(
     app: Flask, client: FlaskClient, org: Org, make_agent: Callable[..., str], receiver: WebhookReceiver
 ) -> None:
-    agent_id = make_agent(org, {"end_of_call": {"webhook": "https://10.0.0.8/hook"}})
+    # a private address is refused when saved (tests/members/test_agent_config_webhooks.py); one stored
+    # before that check existed is still refused at its delivery
+    agent_id = make_agent(org, {"end_of_call": {"webhook": "https://hooks.example.test/x"}})
+    set_notifications(app, org, agent_id, {"end_of_call": {"webhook": "https://10.0.0.8/hook"}})
     app.config["NOTIFICATIONS_ALLOW_HTTP_LOOPBACK"] = False
     notify(app, org, agent_id, "end_of_call", {"call_id": "call_1"})
     set_notifications(app, org, agent_id, {"end_of_call": {"webhook": receiver.url("/never")}})

@@ -28,6 +28,7 @@ from sqlalchemy import update
 
 from bench.scale.common import Bulk, Context, ascii_slug, new_id
 from bench.scale.messaging import whatsapp_number
+from blueprints.crm.drafts import NamedDraft, PipelineDraft, StageDraft
 from blueprints.crm.models import (
     AccountContact,
     ContactIdentity,
@@ -171,20 +172,16 @@ def create_structure(ctx: Context) -> None:
         if stages is None:
             pipelines.ensure_default_pipeline(org)
             continue
-        pipeline = pipelines.create_pipeline(org, name, key, False)
+        pipeline = pipelines.create_pipeline(org, PipelineDraft(name, key, is_default=False))
         for order, (stage, probability, status) in enumerate(stages):
-            pipelines.create_stage(
-                org,
-                pipeline.id,
-                {"name": stage, "stage_order": order, "probability": probability, "status": status},
-            )
+            pipelines.create_stage(org, pipeline.id, StageDraft(stage, order, probability, status))
     for source, target, rate in RATES:
         pipelines.upsert_rate(org, source, target, Decimal(rate))
     ensure_settings(org)
     for name, description in TICKET_TYPES:
-        tickets.create_named(org, "ticket-types", name, description)
+        tickets.create_named(org, "ticket-types", NamedDraft(name, description))
     for name, description in PROJECTS:
-        tickets.create_named(org, "projects", name, description)
+        tickets.create_named(org, "projects", NamedDraft(name, description))
 
 
 def generate(ctx: Context) -> None:

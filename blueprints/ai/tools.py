@@ -24,6 +24,7 @@ from sqlalchemy import select
 
 from blueprints.ai import handoff, knowledge
 from blueprints.channels.providers import MediaRef
+from blueprints.crm.drafts import TaskDraft, TicketDraft
 from blueprints.crm.models import Deal, DealConversation
 from blueprints.crm.services import products
 from blueprints.crm.services.links import contact_id_for_phone, existing_contact_ids
@@ -310,15 +311,15 @@ def _create_ticket(context: ToolContext, args: Any) -> dict[str, Any]:
     body = f"<p>{html.escape(args.description)}</p>" if args.description else None
     ticket = create_ticket(
         context.organization_id,
-        {
-            "title": args.title,
-            "source": "automation",
-            "priority": args.priority,
-            "body_html": body,
-            "requester_id": uuid.UUID(requester) if (requester := _crm_contact_id(conversation)) else None,
-            "channel": conversation.service if conversation.service in TICKET_CHANNELS else None,
-            "conversation_ids": [str(conversation.id)],
-        },
+        TicketDraft(
+            title=args.title,
+            source="automation",
+            priority=args.priority,
+            body_html=body,
+            requester_id=uuid.UUID(requester) if (requester := _crm_contact_id(conversation)) else None,
+            channel=conversation.service if conversation.service in TICKET_CHANNELS else None,
+            conversation_ids=(str(conversation.id),),
+        ),
         actor=context.actor,
     )
     return {"ticket_id": str(ticket.id), "reference": ticket.reference, "state": ticket.state}
@@ -350,14 +351,14 @@ def _schedule(context: ToolContext, args: Any) -> dict[str, Any]:
     )
     task = create_task(
         context.organization_id,
-        {
-            "title": args.title,
-            "type": "meeting",
-            "due_date": due,
-            "contact_id": uuid.UUID(contact_id) if contact_id else None,
-            "deal_id": deal_id,
-            "notes": notes,
-        },
+        TaskDraft(
+            title=args.title,
+            type="meeting",
+            due_date=due,
+            contact_id=uuid.UUID(contact_id) if contact_id else None,
+            deal_id=deal_id,
+            notes=notes,
+        ),
     )
     return {
         "task_id": str(task.id),

@@ -5,12 +5,34 @@ Authentication: ``X-API-Key`` or ``Authorization: Bearer <JWT>`` (the only area 
 
 from __future__ import annotations
 
-from dataclasses import fields as dataclass_fields
-from typing import Any
+from typing import Any, TypeVar
 
 from flask_openapi3 import Tag
 from pydantic import BaseModel
 
+from blueprints.crm.drafts import (
+    AccountChanges,
+    AccountDraft,
+    ContactChanges,
+    ContactDraft,
+    DealChanges,
+    DealDraft,
+    LineItemChanges,
+    LineItemDraft,
+    NamedChanges,
+    NamedDraft,
+    PipelineChanges,
+    PipelineDraft,
+    ProductChanges,
+    ProductDraft,
+    StageChanges,
+    StageDraft,
+    TaskChanges,
+    TaskDraft,
+    TicketChanges,
+    TicketDraft,
+    parse,
+)
 from blueprints.crm.schemas import (
     AccountContactBody,
     AccountContactPath,
@@ -99,6 +121,7 @@ from blueprints.crm.services.tickets import TicketFilters
 from core import auth
 from core.openapi import API_KEY_OR_JWT, AreaAPI, CrmError, error_responses
 from core.pagination import Page
+from core.validation import RequestModel
 
 PREFIX = "/v1/crm/organizations/<organization_id>"
 
@@ -135,10 +158,22 @@ def _actor() -> str:
     return auth.current_actor()
 
 
-def _filters(filters: type[Any], query: BaseModel) -> Any:
-    """The service's filter dataclass from the parsed query (the same names on both sides)."""
-    values = query.model_dump()
-    return filters(**{f.name: values[f.name] for f in dataclass_fields(filters) if f.name in values})
+D = TypeVar("D")
+
+
+def _filters(filters: type[D], query: BaseModel) -> D:
+    """The service's filter dataclass from the parsed query (generated from it: the same fields)."""
+    return filters(**query.model_dump())
+
+
+def _draft(draft: type[D], body: RequestModel) -> D:
+    """A verb's typed input from the parsed body (the same field names)."""
+    return parse(draft, body.model_dump())
+
+
+def _changes(changes: type[D], body: RequestModel) -> D:
+    """A verb's partial update from the parsed body: the fields the client did not send stay UNSET."""
+    return parse(changes, body.sent_fields())
 
 
 def _page(model: type[Any], page: Page[Any], query: Any) -> Json:
@@ -164,7 +199,7 @@ def list_pipelines(path: OrgPath) -> Json:
 @pipelines_api.post("/pipelines", responses={201: PipelineOut})
 def create_pipeline(path: OrgPath, body: PipelineCreate) -> Created:
     """Create a pipeline (unique 2-5 letter key; 409 when taken)."""
-    pipeline = pipelines.create_pipeline(_org(), body.name, body.key, body.is_default)
+    pipeline = pipelines.create_pipeline(_org(), _draft(PipelineDraft, body))
     return PipelineOut.dump(pipeline), 201
 
 
@@ -176,7 +211,7 @@ def get_pipeline(path: IdPath) -> Json:
 @pipelines_api.patch("/pipelines/<id>", responses={200: PipelineOut})
 def update_pipeline(path: IdPath, body: PipelineUpdate) -> Json:
     """Rename, re-key (only while it has no deals) or make default."""
-    return PipelineOut.dump(pipelines.update_pipeline(_org(), path.id, body.sent_fields()))
+    return PipelineOut.dump(pipelines.update_pipeline(_org(), path.id, _changes(PipelineChanges, body)))
 
 
 @pipelines_api.delete("/pipelines/<id>", responses={200: Deleted})
@@ -189,13 +224,13 @@ def delete_pipeline(path: IdPath) -> Json:
 @pipelines_api.post("/pipelines/<id>/stages", responses={201: StageOut})
 def create_stage(path: IdPath, body: StageCreate) -> Created:
     """Insert a stage at `stage_order` (0-based); the stages at or after it shift by one."""
-    return StageOut.dump(pipelines.create_stage(_org(), path.id, body.model_dump())), 201
+    return StageOut.dump(pipelines.create_stage(_org(), path.id, _draft(StageDraft, body))), 201
 
 
 @pipelines_api.patch("/pipelines/stages/<id>", responses={200: StageOut})
 def update_stage(path: IdPath, body: StageUpdate) -> Json:
     """Rename, change probability/status/rotting days, or reorder with `stage_order`."""
-    return StageOut.dump(pipelines.update_stage(_org(), path.id, body.sent_fields()))
+    return StageOut.dump(pipelines.update_stage(_org(), path.id, _changes(StageChanges, body)))
 
 
 @pipelines_api.delete("/pipelines/stages/<id>", responses={200: Deleted})
@@ -270,7 +305,7 @@ def list_deals(path: OrgPath, query: DealListQuery) -> Json:
 
 @deals_api.post("/deals", responses={201: DealOut})
 def create_deal(path: OrgPath, body: DealCreate) -> Created:
-    return DealOut.dump(deals.create_deal(_org(), body.model_dump(), actor=_actor())), 201
+    return DealOut.dump(deals.create_deal(_org(), _draft(DealDraft, body), actor=_actor())), 201
 
 
 @deals_api.get("/deals/<id>", responses={200: DealOut})
@@ -280,7 +315,7 @@ def get_deal(path: IdPath) -> Json:
 
 @deals_api.patch("/deals/<id>", responses={200: DealOut})
 def update_deal(path: IdPath, body: DealUpdate) -> Json:
-    return DealOut.dump(deals.update_deal(_org(), path.id, body.sent_fields(), actor=_actor()))
+    return DealOut.dump(deals.update_deal(_org(), path.id, _changes(DealChanges, body), actor=_actor()))
 
 
 @deals_api.patch("/deals/<id>/stage", responses={200: DealOut})
@@ -299,12 +334,16 @@ def delete_deal(path: IdPath) -> Json:
 @deals_api.post("/deals/<id>/line-items", responses={201: LineItemOut})
 def add_line_item(path: IdPath, body: LineItemCreate) -> Created:
     """total = quantity x unit_price - discount (>= 0, half-up); the deal amount becomes the sum."""
-    return LineItemOut.dump(deals.add_line_item(_org(), path.id, body.model_dump(), actor=_actor())), 201
+    return LineItemOut.dump(
+        deals.add_line_item(_org(), path.id, _draft(LineItemDraft, body), actor=_actor())
+    ), 201
 
 
 @deals_api.patch("/deals/<id>/line-items/<itemId>", responses={200: LineItemOut})
 def update_line_item(path: DealItemPath, body: LineItemUpdate) -> Json:
-    item = deals.update_line_item(_org(), path.id, path.itemId, body.sent_fields(), actor=_actor())
+    item = deals.update_line_item(
+        _org(), path.id, path.itemId, _changes(LineItemChanges, body), actor=_actor()
+    )
     return LineItemOut.dump(item)
 
 
@@ -357,7 +396,7 @@ def list_tickets(path: OrgPath, query: TicketListQuery) -> Json:
 
 @tickets_api.post("/tickets", responses={201: TicketOut})
 def create_ticket(path: OrgPath, body: TicketCreate) -> Created:
-    return TicketOut.dump(tickets.create_ticket(_org(), body.model_dump(), actor=_actor())), 201
+    return TicketOut.dump(tickets.create_ticket(_org(), _draft(TicketDraft, body), actor=_actor())), 201
 
 
 @tickets_api.get("/tickets/by-ref/<reference>", responses={200: TicketOut})
@@ -372,7 +411,9 @@ def get_ticket(path: IdPath) -> Json:
 
 @tickets_api.patch("/tickets/<id>", responses={200: TicketOut})
 def update_ticket(path: IdPath, body: TicketUpdate) -> Json:
-    return TicketOut.dump(tickets.update_ticket(_org(), path.id, body.sent_fields(), actor=_actor()))
+    return TicketOut.dump(
+        tickets.update_ticket(_org(), path.id, _changes(TicketChanges, body), actor=_actor())
+    )
 
 
 @tickets_api.patch("/tickets/<id>/assign", responses={200: TicketOut})
@@ -402,13 +443,13 @@ def _named_routes(kind: str, label: str) -> None:
         return NamedList.dump({"data": items, "total": len(items)})
 
     def create_item(path: OrgPath, body: NamedCreate) -> Created:
-        return NamedOut.dump(tickets.create_named(_org(), kind, body.name, body.description)), 201
+        return NamedOut.dump(tickets.create_named(_org(), kind, _draft(NamedDraft, body))), 201
 
     def get_item(path: IdPath) -> Json:
         return NamedOut.dump(tickets.get_named(_org(), kind, path.id))
 
     def update_item(path: IdPath, body: NamedUpdate) -> Json:
-        return NamedOut.dump(tickets.update_named(_org(), kind, path.id, body.sent_fields()))
+        return NamedOut.dump(tickets.update_named(_org(), kind, path.id, _changes(NamedChanges, body)))
 
     def delete_item(path: IdPath) -> Json:
         tickets.delete_named(_org(), kind, path.id)
@@ -438,7 +479,7 @@ def list_tasks(path: OrgPath, query: TaskListQuery) -> Json:
 
 @tasks_api.post("/tasks", responses={201: TaskOut})
 def create_task(path: OrgPath, body: TaskCreate) -> Created:
-    return TaskOut.dump(tasks.create_task(_org(), body.model_dump())), 201
+    return TaskOut.dump(tasks.create_task(_org(), _draft(TaskDraft, body))), 201
 
 
 @tasks_api.get("/tasks/<id>", responses={200: TaskOut})
@@ -449,7 +490,7 @@ def get_task(path: IdPath) -> Json:
 @tasks_api.patch("/tasks/<id>", responses={200: TaskOut})
 def update_task(path: IdPath, body: TaskUpdate) -> Json:
     """Only the fields sent change."""
-    return TaskOut.dump(tasks.update_task(_org(), path.id, body.sent_fields()))
+    return TaskOut.dump(tasks.update_task(_org(), path.id, _changes(TaskChanges, body)))
 
 
 @tasks_api.patch("/tasks/<id>/complete", responses={200: TaskOut})
@@ -474,7 +515,7 @@ def list_contacts(path: OrgPath, query: ContactListQuery) -> Json:
 @contacts_api.post("/contacts", responses={201: CrmContactOut})
 def create_contact(path: OrgPath, body: ContactCreate) -> Created:
     """Create a contact; phones are stored in E.164, emails lower-cased; a taken identity is 409."""
-    return CrmContactOut.dump(contacts.create_contact(_org(), body.model_dump())), 201
+    return CrmContactOut.dump(contacts.create_contact(_org(), _draft(ContactDraft, body))), 201
 
 
 @contacts_api.get("/contacts/<id>", responses={200: CrmContactOut})
@@ -484,7 +525,7 @@ def get_contact(path: IdPath) -> Json:
 
 @contacts_api.patch("/contacts/<id>", responses={200: CrmContactOut})
 def update_contact(path: IdPath, body: ContactUpdate) -> Json:
-    return CrmContactOut.dump(contacts.update_contact(_org(), path.id, body.sent_fields()))
+    return CrmContactOut.dump(contacts.update_contact(_org(), path.id, _changes(ContactChanges, body)))
 
 
 @contacts_api.delete("/contacts/<id>", responses={200: Deleted})
@@ -517,7 +558,7 @@ def list_accounts(path: OrgPath, query: AccountListQuery) -> Json:
 
 @contacts_api.post("/accounts", responses={201: AccountOut})
 def create_account(path: OrgPath, body: AccountCreate) -> Created:
-    return AccountOut.dump(contacts.create_account(_org(), body.model_dump())), 201
+    return AccountOut.dump(contacts.create_account(_org(), _draft(AccountDraft, body))), 201
 
 
 @contacts_api.get("/accounts/<id>", responses={200: AccountOut})
@@ -527,7 +568,7 @@ def get_account(path: IdPath) -> Json:
 
 @contacts_api.patch("/accounts/<id>", responses={200: AccountOut})
 def update_account(path: IdPath, body: AccountUpdate) -> Json:
-    return AccountOut.dump(contacts.update_account(_org(), path.id, body.sent_fields()))
+    return AccountOut.dump(contacts.update_account(_org(), path.id, _changes(AccountChanges, body)))
 
 
 @contacts_api.delete("/accounts/<id>", responses={200: Deleted})
@@ -562,7 +603,7 @@ def list_products(path: OrgPath, query: ProductListQuery) -> Json:
 @products_api.post("/products", responses={201: ProductOut})
 def create_product(path: OrgPath, body: ProductCreate) -> Created:
     """Create a product; a SKU already used in the organization is 409."""
-    return ProductOut.dump(products.create_product(_org(), body.model_dump())), 201
+    return ProductOut.dump(products.create_product(_org(), _draft(ProductDraft, body))), 201
 
 
 @products_api.get("/products/<id>", responses={200: ProductOut})
@@ -573,7 +614,7 @@ def get_product(path: IdPath) -> Json:
 @products_api.patch("/products/<id>", responses={200: ProductOut})
 def update_product(path: IdPath, body: ProductUpdate) -> Json:
     """Only the fields sent change."""
-    return ProductOut.dump(products.update_product(_org(), path.id, body.sent_fields()))
+    return ProductOut.dump(products.update_product(_org(), path.id, _changes(ProductChanges, body)))
 
 
 @products_api.delete("/products/<id>", responses={200: ProductDeleted})

@@ -10,6 +10,17 @@ from typing import Any
 
 from sqlalchemy import select
 
+from blueprints.crm.drafts import (
+    AccountDraft,
+    ContactDraft,
+    DealContactDraft,
+    DealDraft,
+    IdentityDraft,
+    LineItemDraft,
+    ProductDraft,
+    TaskDraft,
+    TicketDraft,
+)
 from blueprints.crm.models import CrmAccount, CrmContact, CrmTask, Deal, Product, Ticket
 from blueprints.crm.services import contacts, deals, pipelines, products, tasks, tickets
 from core.db import db, utcnow
@@ -60,19 +71,19 @@ def seed_crm(environment: str) -> list[str]:
     for source, target, rate in RATES:
         pipelines.upsert_rate(org, source, target, Decimal(rate))
     account = _by_name(CrmAccount, CrmAccount.name, "Logística Demo") or contacts.create_account(
-        org, {"name": "Logística Demo", "domain": "logistica-demo.mx", "industry": "Logistics"}
+        org, AccountDraft(name="Logística Demo", domain="logistica-demo.mx", industry="Logistics")
     )
     account_id = account.id
     contact_ids = []
     for name, title, phone, email in CONTACTS:
         contact = _by_name(CrmContact, CrmContact.name, name) or contacts.create_contact(
             org,
-            {
-                "name": name,
-                "job_title": title,
-                "identities": [{"kind": "phone", "value": phone}, {"kind": "email", "value": email}],
-                "account_ids": [account_id],
-            },
+            ContactDraft(
+                name=name,
+                job_title=title,
+                identities=(IdentityDraft("phone", phone), IdentityDraft("email", email)),
+                account_ids=(account_id,),
+            ),
         )
         contact_ids.append(contact.id)
     deal_ids = []
@@ -81,23 +92,21 @@ def seed_crm(environment: str) -> list[str]:
         if deal is None:
             deal = deals.create_deal(
                 org,
-                {
-                    "name": name,
-                    "pipeline_id": pipeline_id,
-                    "stage_id": stages[pipelines.DEFAULT_STAGES[0][0]],
-                    "currency": currency,
-                    "account_id": account_id,
-                    "expected_close_date": date.today() + timedelta(days=14 * (index + 1)),
-                    "contacts": [
-                        {"contact_id": contact_ids[contact_index], "is_primary": True, "role": "buyer"}
-                    ],
-                },
+                DealDraft(
+                    name=name,
+                    pipeline_id=pipeline_id,
+                    stage_id=stages[pipelines.DEFAULT_STAGES[0][0]],
+                    currency=currency,
+                    account_id=account_id,
+                    expected_close_date=date.today() + timedelta(days=14 * (index + 1)),
+                    contacts=(DealContactDraft(contact_ids[contact_index], role="buyer", is_primary=True),),
+                ),
             )
             for item_name, quantity, price in items:
                 deals.add_line_item(
                     org,
                     deal.id,
-                    {"name": item_name, "quantity": Decimal(quantity), "unit_price": Decimal(price)},
+                    LineItemDraft(name=item_name, quantity=Decimal(quantity), unit_price=Decimal(price)),
                 )
             if stage != pipelines.DEFAULT_STAGES[0][0]:
                 deals.change_stage(org, deal.id, stages[stage])
@@ -108,15 +117,15 @@ def seed_crm(environment: str) -> list[str]:
         if ticket is None:
             ticket = tickets.create_ticket(
                 org,
-                {
-                    "title": title,
-                    "priority": priority,
-                    "source": source,
-                    "channel": channel,
-                    "requester_id": contact_ids[0],
-                    "account_id": account_id,
-                    "body_html": f"<p>{title}.</p>",
-                },
+                TicketDraft(
+                    title=title,
+                    priority=priority,
+                    source=source,
+                    channel=channel,
+                    requester_id=contact_ids[0],
+                    account_id=account_id,
+                    body_html=f"<p>{title}.</p>",
+                ),
             )
             if state != "new":
                 tickets.change_state(org, ticket.id, state)
@@ -125,14 +134,14 @@ def seed_crm(environment: str) -> list[str]:
         if _by_name(CrmTask, CrmTask.title, title) is None:
             tasks.create_task(
                 org,
-                {
-                    "title": title,
-                    "type": kind,
-                    "due_date": utcnow() + timedelta(days=days),
-                    "deal_id": deal_ids[index % len(deal_ids)],
-                    "ticket_id": ticket_ids[0] if index == 0 else None,
-                    "contact_id": contact_ids[index % len(contact_ids)],
-                },
+                TaskDraft(
+                    title=title,
+                    type=kind,
+                    due_date=utcnow() + timedelta(days=days),
+                    deal_id=deal_ids[index % len(deal_ids)],
+                    ticket_id=ticket_ids[0] if index == 0 else None,
+                    contact_id=contact_ids[index % len(contact_ids)],
+                ),
             )
     return [f"{environment} CRM: {len(DEALS)} deals, {len(TICKETS)} tickets, {len(TASKS)} tasks"]
 
@@ -175,13 +184,13 @@ def seed_products(environment: str) -> list[str]:
         if found is None:
             products.create_product(
                 DEMO_ORGANIZATION_ID,
-                {
-                    "sku": sku,
-                    "name": name,
-                    "description": description,
-                    "price": Decimal(price),
-                    "currency": currency,
-                    "url": f"https://demo.test/products/{sku.lower()}",
-                },
+                ProductDraft(
+                    sku=sku,
+                    name=name,
+                    description=description,
+                    price=Decimal(price),
+                    currency=currency,
+                    url=f"https://demo.test/products/{sku.lower()}",
+                ),
             )
     return [f"{environment} CRM: {len(PRODUCTS)} products"]

@@ -8,29 +8,33 @@ The forms post to ``/crm/conversation/<id>/tickets`` and ``/deals``: a refused f
 form and the field's message, a success the refreshed lists, a fresh form and a success alert.
 
 Every read and write goes through the CRM services (the same functions as the JSON API) and the
-messaging area's ``get_conversation``; nothing here knows a rule or writes SQL.
+messaging area's ``get_conversation``; nothing here knows a rule or writes SQL. A form builds the verb's
+typed input (``drafts.parse``) from what was typed and the verb refuses: the refusal's ``param`` names
+the form field (``TICKET_FIELDS``, ``DEAL_FIELDS``) and its ``code`` the words shown (``refusals.py``).
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal
-from typing import Annotated, Any
+from typing import Any, get_args
 
 from flask import Blueprint, Response, make_response, render_template, request
 from flask_babel import format_currency, format_date, format_time
 from flask_babel import gettext as _
 from markupsafe import escape
-from pydantic import BaseModel, Field, ValidationError, field_validator
 
+from blueprints.crm.drafts import DealContactDraft, DealDraft, TicketDraft, parse
 from blueprints.crm.models import CrmTask, Deal, Pipeline
 from blueprints.crm.money import CURRENCIES
-from blueprints.crm.schemas import MAX_MONEY, Currency, TicketPriority
+from blueprints.crm.refusals import form_errors, message_for
+from blueprints.crm.rules import TicketChannel
 from blueprints.crm.services import deals as deal_service
 from blueprints.crm.services import pipelines as pipeline_service
 from blueprints.crm.services import tickets as ticket_service
 from blueprints.crm.services.records import ConversationRecords, conversation_records, crm_contact
+from blueprints.desk.errors import alert, refusal_message
 from blueprints.desk.fragments import conversation_for_page as _conversation
 from blueprints.desk.security import DeskUser, protect_pages, signed_in
 from blueprints.members.services.members import members_by_ids
@@ -44,98 +48,24 @@ from core.timeutil import as_utc
 pages = Blueprint("crm_pages", __name__, url_prefix="/crm")
 protect_pages(pages)
 
-PRIORITIES: tuple[str, ...] = ("urgent", "high", "normal", "low")
-# The ticket channels the CRM accepts (an Instagram conversation is linked without a channel).
-TICKET_CHANNELS = ("whatsapp", "messenger")
+# The ticket channels the CRM accepts, the rule's own list: an Instagram conversation is linked to its
+# ticket without a channel.
+TICKET_CHANNELS: tuple[str, ...] = get_args(TicketChannel)
 
 
 # ---- forms ---------------------------------------------------------------------------------------------
 
-
-class TicketForm(BaseModel):
-    """The "new ticket" form as posted (text fields, trimmed)."""
-
-    subject: Annotated[str, Field(min_length=1, max_length=500)]
-    description: Annotated[str, Field(max_length=20_000)] = ""
-    priority: TicketPriority = "normal"
-
-    _trim = field_validator("subject", "description", mode="before")(
-        classmethod(lambda cls, v: v.strip() if isinstance(v, str) else v)
-    )
-
-
-class DealForm(BaseModel):
-    """The "new deal" form as posted. ``stage`` is ``<pipeline id>:<stage id>`` (one select, grouped by
-    pipeline); ``amount`` comes from a number input, so it is always written with a dot."""
-
-    title: Annotated[str, Field(min_length=1, max_length=500)]
-    amount: Annotated[Decimal, Field(ge=0, le=MAX_MONEY, allow_inf_nan=False)] = Decimal(0)
-    currency: Currency
-    stage: tuple[uuid.UUID, uuid.UUID]
-
-    _trim = field_validator("title", mode="before")(
-        classmethod(lambda cls, v: v.strip() if isinstance(v, str) else v)
-    )
-
-    @field_validator("amount", mode="before")
-    @classmethod
-    def _blank_is_zero(cls, value: Any) -> Any:
-        return "0" if isinstance(value, str) and not value.strip() else value
-
-    @field_validator("currency", mode="before")
-    @classmethod
-    def _upper(cls, value: Any) -> Any:
-        return value.strip().upper() if isinstance(value, str) else value
-
-    @field_validator("stage", mode="before")
-    @classmethod
-    def _pair(cls, value: Any) -> Any:
-        if isinstance(value, str) and value.count(":") == 1:
-            return tuple(value.split(":"))
-        raise ValueError("expected <pipeline id>:<stage id>")
-
-
-def _field_messages() -> dict[str, str]:
-    """What the agent reads under a refused field (the desk's words, in the page's language)."""
-    required = _("Fill in this field (up to 500 characters).")
-    choose = _("Choose an option from the list.")
-    return {
-        "subject": required,
-        "description": _("Too long: up to 20,000 characters."),
-        "priority": choose,
-        "title": required,
-        "amount": _("Write an amount of 0 or more, such as 1500.00."),
-        "currency": choose,
-        "stage": choose,
-    }
-
-
-def _errors(error: ValidationError) -> dict[str, str]:
-    messages = _field_messages()
-    found: dict[str, str] = {}
-    for problem in error.errors():
-        name = str(problem["loc"][0]) if problem["loc"] else ""
-        if name in messages:
-            found.setdefault(name, messages[name])
-    return found
-
-
-# A service's refusal that names a field of a form is shown under that field; any other is an alert.
-_SERVICE_FIELDS = {
+# Each form's fields by the wire names a refusal's ``param`` carries: a refusal of one of these is shown
+# under the field; any other is an alert.
+TICKET_FIELDS = {"title": "subject", "body_html": "description", "priority": "priority"}
+# ``stage`` is one select of ``<pipeline id>:<stage id>`` (grouped by pipeline): both ids are its.
+DEAL_FIELDS = {
     "name": "title",
-    "title": "subject",
     "amount": "amount",
     "currency": "currency",
     "pipeline_id": "stage",
     "stage_id": "stage",
-    "priority": "priority",
 }
-_SERVICE_MISSING = {"No Pipeline found": "stage", "No Stage found": "stage"}
-
-
-def _service_field(error: ApiError, form_fields: set[str]) -> str | None:
-    name = _SERVICE_FIELDS.get(error.param or "") or _SERVICE_MISSING.get(error.message or "")
-    return name if name in form_fields else None
 
 
 @dataclass
@@ -283,35 +213,44 @@ def _description_html(text: str) -> str | None:
     return "<p>" + str(escape(text)).replace("\r\n", "\n").replace("\n", "<br>") + "</p>"
 
 
+def _refused_field(
+    me: DeskUser,
+    conversation: Conversation,
+    form: str,
+    values: dict[str, str],
+    refusal: ApiError,
+    fields: Mapping[str, str],
+) -> Response:
+    """The form again with the refusal under its field; a refusal no field of the form explains goes on
+    to the alert (``_refused``)."""
+    errors = form_errors(refusal, fields)
+    if not errors:
+        raise refusal
+    return _refused_form(me, conversation, form, FormState(values, errors))
+
+
 @pages.post("/conversation/<conversation_id>/tickets")
 def create_ticket(conversation_id: str) -> Response:
     me = signed_in()
     conversation = _conversation(me, conversation_id)
     values = {name: request.form.get(name, "") for name in ("subject", "description", "priority")}
-    try:
-        form = TicketForm.model_validate(values)
-    except ValidationError as error:
-        return _refused_form(me, conversation, "ticket", FormState(values, _errors(error)))
     contact_id = _crm_contact_id(me, conversation)
     try:
-        ticket = ticket_service.create_ticket(
-            me.organization_id,
+        draft = parse(
+            TicketDraft,
             {
-                "title": form.subject,
+                "title": values["subject"],
                 "source": "channel",
-                "priority": form.priority,
-                "body_html": _description_html(form.description),
+                "priority": values["priority"],
+                "body_html": _description_html(values["description"].strip()),
                 "requester_id": contact_id,
                 "channel": conversation.service if conversation.service in TICKET_CHANNELS else None,
-                "conversation_ids": [str(conversation.id)],
+                "conversation_ids": (str(conversation.id),),
             },
-            actor=_actor(me),
         )
-    except ApiError as error:
-        name = _service_field(error, {"subject", "description", "priority"})
-        if name is None:
-            raise
-        return _refused_form(me, conversation, "ticket", FormState(values, {name: _field_messages()[name]}))
+        ticket = ticket_service.create_ticket(me.organization_id, draft, actor=_actor(me))
+    except ApiError as refusal:
+        return _refused_field(me, conversation, "ticket", values, refusal, TICKET_FIELDS)
     return _created(
         me,
         conversation,
@@ -325,36 +264,30 @@ def create_deal(conversation_id: str) -> Response:
     me = signed_in()
     conversation = _conversation(me, conversation_id)
     values = {name: request.form.get(name, "") for name in ("title", "amount", "currency", "stage")}
-    try:
-        form = DealForm.model_validate(values)
-    except ValidationError as error:
-        return _refused_form(me, conversation, "deal", FormState(values, _errors(error)))
     contact_id = _crm_contact_id(me, conversation)
-    pipeline_id, stage_id = form.stage
+    pipeline_id, _colon, stage_id = values["stage"].partition(":")
     try:
-        deal = deal_service.create_deal(
-            me.organization_id,
+        draft = parse(
+            DealDraft,
             {
-                "name": form.title,
+                "name": values["title"],
                 "pipeline_id": pipeline_id,
                 "stage_id": stage_id,
-                "amount": form.amount,
-                "currency": form.currency,
+                # a number input left empty: no amount (the deal starts at 0)
+                "amount": values["amount"].strip() or None,
+                "currency": values["currency"],
                 "owner_id": me.member_id,
-                "contacts": [{"contact_id": contact_id, "is_primary": True}] if contact_id else [],
+                "contacts": (DealContactDraft(contact_id, is_primary=True),) if contact_id else (),
             },
-            actor=_actor(me),
         )
+        deal = deal_service.create_deal(me.organization_id, draft, actor=_actor(me))
         # Linked with its channel and the agent as ``linked_by``: the link captures the conversation's
         # summary into the deal's timeline.
         deal_service.link_conversation(
             me.organization_id, deal.id, str(conversation.id), conversation.service, me.member_id
         )
-    except ApiError as error:
-        name = _service_field(error, {"title", "amount", "currency", "stage"})
-        if name is None:
-            raise
-        return _refused_form(me, conversation, "deal", FormState(values, {name: _field_messages()[name]}))
+    except ApiError as refusal:
+        return _refused_field(me, conversation, "deal", values, refusal, DEAL_FIELDS)
     return _created(
         me,
         conversation,
@@ -375,16 +308,12 @@ def _crm_contact_id(me: DeskUser, conversation: Conversation) -> uuid.UUID | Non
 
 @pages.errorhandler(ApiError)
 def _refused(error: ApiError) -> Response:
-    """A service's refusal that no form field explains: an alert where the agent looks, nothing kept."""
-    uow.rollback()
-    response = make_response(
-        render_template("crm/_alert.html", message=error.message or _("That did not work."), kind="danger"),
-        422 if error.status < 500 else error.status,
+    """A service's refusal that no form field explains: the desk's alert where the agent looks, worded by
+    the CRM for its code (with the rule's numbers) in the page's language, else as the desk words it;
+    nothing is kept (the alert rolls the unit of work back)."""
+    return alert(
+        message_for(error) or refusal_message(error), status=422 if error.status < 500 else error.status
     )
-    if request.headers.get("HX-Request") == "true":
-        response.headers["HX-Retarget"] = "#desk-alerts"
-        response.headers["HX-Reswap"] = "afterbegin"
-    return response
 
 
 @pages.app_template_filter("crm_money")

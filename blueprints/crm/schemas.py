@@ -1,71 +1,75 @@
-"""Request and response models of the CRM area (validation and the OpenAPI document)."""
+"""Request and response models of the CRM area (validation and the OpenAPI document).
+
+The rules a request model applies are the CRM's value types (``rules.py``), the very types the verbs'
+typed inputs (``drafts.py``) are checked with; the list query models are generated from the services'
+filter dataclasses, so a list's parameters are written once.
+"""
 
 from __future__ import annotations
 
-import re
 import uuid
+from dataclasses import MISSING
+from dataclasses import fields as dataclass_fields
 from datetime import date, datetime
 from decimal import Decimal
-from typing import Annotated, Any, Literal
-from urllib.parse import urlsplit
+from typing import Annotated, Any, get_type_hints
 
-from pydantic import (
-    BaseModel,
-    BeforeValidator,
-    Field,
-    WithJsonSchema,
-    field_validator,
+from pydantic import BaseModel, Field, WithJsonSchema, create_model
+
+from blueprints.crm.money import decimal_str, money_str, number_out, price_str
+from blueprints.crm.rules import (
+    AccountIds,
+    BodyHtml,
+    ConversationId,
+    ConversationIds,
+    CurrencyIn,
+    DealContacts,
+    DealStatus,
+    Description,
+    Domain,
+    Identities,
+    IdentityKind,
+    IdentityValue,
+    Industry,
+    ItemNotes,
+    ItemSku,
+    JobTitle,
+    LinkChannel,
+    LongName,
+    MemberId,
+    Money,
+    Name,
+    Notes,
+    NoteText,
+    Phone,
+    PipelineKey,
+    Probability,
+    ProductName,
+    Quantity,
+    Rate,
+    Role,
+    RottingDays,
+    Sku,
+    StageOrder,
+    StageStatus,
+    TaskPriority,
+    TaskStatus,
+    TaskType,
+    TicketChannel,
+    TicketPrefix,
+    TicketPriority,
+    TicketSource,
+    TicketState,
+    WebUrl,
 )
-
-from blueprints.crm.money import CURRENCIES, decimal_str, money_str, number_out, price_str
-from core.pagination import MAX_LIMIT, LimitOffsetQuery
+from blueprints.crm.services.contacts import AccountFilters, ContactFilters
+from blueprints.crm.services.deals import DealFilters
+from blueprints.crm.services.products import ProductFilters
+from blueprints.crm.services.tasks import TaskFilters
+from blueprints.crm.services.tickets import TicketFilters
+from core.pagination import LimitOffsetQuery
 from core.responses import ResponseModel, WireInstant, WireOptionalText, WireText
-from core.timeutil import get_zone
 from core.validation import QueryModel, RequestModel
-
-# ---------------------------------------------------------------------------------------------- values
-
-Currency = Literal[
-    "MXN", "USD", "EUR", "COP", "ARS", "BRL", "CLP", "PEN", "UYU", "BOB",
-    "PYG", "CRC", "DOP", "GTQ", "HNL", "NIO", "PAB", "GBP", "CAD",
-]  # fmt: skip
-assert set(Currency.__args__) == set(CURRENCIES)  # type: ignore[attr-defined]
-
-StageStatus = Literal["open", "won", "lost"]
-DealStatus = Literal["open", "won", "lost"]
-TicketState = Literal["new", "waiting_on_agent", "waiting_on_customer", "on_hold", "closed"]
-TicketPriority = Literal["urgent", "high", "normal", "low"]
-TicketSource = Literal["manual", "api", "automation", "form", "channel"]
-TicketChannel = Literal["whatsapp", "voice", "email", "sms", "webchat", "messenger"]
-LinkChannel = Literal["whatsapp", "voice", "email", "sms", "webchat", "messenger", "instagram"]
-TaskType = Literal["to_do", "call", "email", "meeting", "follow_up"]
-TaskStatus = Literal["pending", "in_progress", "completed"]
-TaskPriority = Literal["low", "normal", "high", "urgent"]
-IdentityKind = Literal["phone", "email"]
-
-MAX_MONEY = Decimal("1000000000000000")  # 10^15, far above any deal and inside Numeric(20, 4)
-
-
-def _upper(value: Any) -> Any:
-    return value.strip().upper() if isinstance(value, str) else value
-
-
-CurrencyIn = Annotated[Currency, BeforeValidator(_upper)]
-Money = Annotated[Decimal, Field(ge=0, le=MAX_MONEY, allow_inf_nan=False)]
-Name = Annotated[str, Field(min_length=1, max_length=200)]
-# An id the members area issued (a UUID or a custom id of up to 64 characters); the services check that
-# it names a member of the organization.
-MemberId = Annotated[str, Field(min_length=1, max_length=64)]
-LongName = Annotated[str, Field(min_length=1, max_length=500)]
-
-_KEY = re.compile(r"^[A-Za-z]{2,5}$")
-
-
-def _check_timezone(value: str | None) -> str | None:
-    if value:
-        get_zone(value)
-    return value or None
-
 
 # ------------------------------------------------------------------------------------------------ paths
 
@@ -107,49 +111,58 @@ class RatePath(OrgPath):
     to_currency: str
 
 
+# ----------------------------------------------------------------------------------------- list queries
+
+
+def _list_query(name: str, filters: type[Any]) -> type[LimitOffsetQuery]:
+    """A list's query model, generated from the service's filter dataclass: each parameter's type, rule
+    and default are the dataclass field's, so the API and the pages build the same filters and no
+    parameter is declared twice. ``limit`` and ``offset`` keep their place first (LimitOffsetQuery)."""
+    hints = get_type_hints(filters, include_extras=True)
+    definitions: dict[str, Any] = {
+        field.name: (hints[field.name], field.default if field.default is not MISSING else ...)
+        for field in dataclass_fields(filters)
+    }
+    return create_model(name, __base__=LimitOffsetQuery, __module__=__name__, **definitions)
+
+
+DealListQuery = _list_query("DealListQuery", DealFilters)
+TicketListQuery = _list_query("TicketListQuery", TicketFilters)
+TaskListQuery = _list_query("TaskListQuery", TaskFilters)
+ContactListQuery = _list_query("ContactListQuery", ContactFilters)
+AccountListQuery = _list_query("AccountListQuery", AccountFilters)
+ProductListQuery = _list_query("ProductListQuery", ProductFilters)
+
+
 # ------------------------------------------------------------------------------- pipelines and currency
 
 
 class PipelineCreate(RequestModel):
     name: Name
-    key: str = Field(description="2 to 5 letters, unique in the organization; stored upper-case")
+    key: PipelineKey = Field(description="2 to 5 letters, unique in the organization; stored upper-case")
     is_default: bool | None = None
-
-    @field_validator("key")
-    @classmethod
-    def _key(cls, value: str) -> str:
-        if not _KEY.match(value):
-            raise ValueError("must be 2 to 5 letters (A-Z)")
-        return value.upper()
 
 
 class PipelineUpdate(RequestModel):
     name: Name | None = None
-    key: str | None = None
+    key: PipelineKey | None = None
     is_default: bool | None = None
-
-    @field_validator("key")
-    @classmethod
-    def _key(cls, value: str | None) -> str | None:
-        if value is not None and not _KEY.match(value):
-            raise ValueError("must be 2 to 5 letters (A-Z)")
-        return value.upper() if value else value
 
 
 class StageCreate(RequestModel):
     name: Name
-    stage_order: int = Field(ge=0, description="0-based position; stages at or after it shift by one")
-    probability: int | None = Field(None, ge=0, le=100, description="default: 100 won, 0 lost/open")
+    stage_order: StageOrder = Field(description="0-based position; stages at or after it shift by one")
+    probability: Probability | None = Field(None, description="default: 100 won, 0 lost/open")
     status: StageStatus = "open"
-    rotting_days: int | None = Field(None, ge=1, le=3650)
+    rotting_days: RottingDays | None = None
 
 
 class StageUpdate(RequestModel):
     name: Name | None = None
-    stage_order: int | None = Field(None, ge=0)
-    probability: int | None = Field(None, ge=0, le=100)
+    stage_order: StageOrder | None = None
+    probability: Probability | None = None
     status: StageStatus | None = None
-    rotting_days: int | None = Field(None, ge=1, le=3650)
+    rotting_days: RottingDays | None = None
 
 
 class StageDeleteQuery(QueryModel):
@@ -165,11 +178,11 @@ class BaseCurrencyBody(RequestModel):
 class RateBody(RequestModel):
     from_currency: CurrencyIn
     to_currency: CurrencyIn
-    rate: Decimal = Field(gt=0, le=Decimal("1000000000"), allow_inf_nan=False)
+    rate: Rate
 
 
 class SettingsUpdate(RequestModel):
-    ticket_prefix: str | None = Field(None, pattern=r"^[A-Za-z][A-Za-z0-9]{0,9}$")
+    ticket_prefix: TicketPrefix | None = None
 
 
 # ---------------------------------------------------------------------------------------------- deals
@@ -177,17 +190,8 @@ class SettingsUpdate(RequestModel):
 
 class DealContactIn(RequestModel):
     contact_id: uuid.UUID
-    role: str | None = Field(None, max_length=120)
+    role: Role | None = None
     is_primary: bool = False
-
-
-def _primary_once(contacts: list[DealContactIn] | None) -> list[DealContactIn] | None:
-    if contacts is not None:
-        if sum(1 for c in contacts if c.is_primary) > 1:
-            raise ValueError("at most one contact can be primary")
-        if len({c.contact_id for c in contacts}) != len(contacts):
-            raise ValueError("a contact is listed twice")
-    return contacts
 
 
 class DealCreate(RequestModel):
@@ -200,12 +204,8 @@ class DealCreate(RequestModel):
     owner_id: MemberId | None = None
     account_id: uuid.UUID | None = None
     expected_close_date: date | None = None
-    conversation_ids: list[Annotated[str, Field(min_length=1, max_length=100)]] = Field(
-        default_factory=list, max_length=50
-    )
-    contacts: list[DealContactIn] = Field(default_factory=list, max_length=100)
-
-    _contacts = field_validator("contacts")(classmethod(lambda cls, v: _primary_once(v)))
+    conversation_ids: ConversationIds = Field(default_factory=tuple)
+    contacts: DealContacts[DealContactIn] = Field(default_factory=tuple)
 
 
 class DealUpdate(RequestModel):
@@ -218,68 +218,43 @@ class DealUpdate(RequestModel):
     expected_close_date: date | None = None
     pipeline_id: uuid.UUID | None = None
     stage_id: uuid.UUID | None = None
-    contacts: list[DealContactIn] | None = Field(None, max_length=100, description="replaces the list")
-
-    _contacts = field_validator("contacts")(classmethod(lambda cls, v: _primary_once(v)))
+    contacts: DealContacts[DealContactIn] | None = Field(None, description="replaces the list")
 
 
 class DealStageBody(RequestModel):
     stage_id: uuid.UUID
 
 
-class DealListQuery(LimitOffsetQuery):
-    search: str | None = Field(None, max_length=200)
-    pipeline_id: uuid.UUID | None = None
-    stage_id: uuid.UUID | None = None
-    owner_id: MemberId | None = None
-    status: DealStatus | None = None
-    account_id: uuid.UUID | None = None
-    product_id: uuid.UUID | None = None
-    amount_min: Decimal | None = Field(None, allow_inf_nan=False)
-    amount_max: Decimal | None = Field(None, allow_inf_nan=False)
-    unassigned: bool | None = None
-    currency: CurrencyIn | None = None
-    expected_close_before: date | None = None
-    expected_close_after: date | None = None
-    created_after: date | None = None
-    created_before: date | None = None
-    sort_by: Literal["amount", "created_at", "updated_at", "name", "expected_close_date"] = "created_at"
-    sort_dir: Literal["asc", "desc"] = "desc"
-    timezone: str | None = None
-
-    _tz = field_validator("timezone")(classmethod(lambda cls, v: _check_timezone(v)))
-
-
 class LineItemCreate(RequestModel):
     name: LongName
-    quantity: Decimal = Field(gt=0, le=Decimal("100000000"), allow_inf_nan=False)
+    quantity: Quantity
     unit_price: Money
     product_id: uuid.UUID | None = None
     discount: Money = Decimal(0)
     currency: CurrencyIn | None = Field(None, description="must be the deal's currency (the default)")
-    sku: str | None = Field(None, max_length=100)
-    notes: str | None = Field(None, max_length=5000)
+    sku: ItemSku | None = None
+    notes: ItemNotes | None = None
 
 
 class LineItemUpdate(RequestModel):
     name: LongName | None = None
-    quantity: Decimal | None = Field(None, gt=0, le=Decimal("100000000"), allow_inf_nan=False)
+    quantity: Quantity | None = None
     unit_price: Money | None = None
     product_id: uuid.UUID | None = None
     discount: Money | None = None
     currency: CurrencyIn | None = None
-    sku: str | None = Field(None, max_length=100)
-    notes: str | None = Field(None, max_length=5000)
+    sku: ItemSku | None = None
+    notes: ItemNotes | None = None
 
 
 class DealConversationBody(RequestModel):
-    conversation_id: str = Field(min_length=1, max_length=100)
+    conversation_id: ConversationId
     channel: LinkChannel | None = None
     linked_by: MemberId | None = None
 
 
 class NoteBody(RequestModel):
-    body: str = Field(min_length=1, max_length=10000)
+    body: NoteText
     author_id: uuid.UUID | None = None
 
 
@@ -290,30 +265,26 @@ class TicketCreate(RequestModel):
     title: LongName
     source: TicketSource
     priority: TicketPriority = "normal"
-    body_html: str | None = Field(None, max_length=200_000)
+    body_html: BodyHtml | None = None
     requester_id: uuid.UUID | None = None
     assignee_member_id: MemberId | None = None
     account_id: uuid.UUID | None = None
     project_id: uuid.UUID | None = None
     ticket_type_id: uuid.UUID | None = None
     channel: TicketChannel | None = None
-    conversation_ids: list[Annotated[str, Field(min_length=1, max_length=100)]] = Field(
-        default_factory=list, max_length=50
-    )
+    conversation_ids: ConversationIds = Field(default_factory=tuple)
 
 
 class TicketUpdate(RequestModel):
     title: LongName | None = None
     priority: TicketPriority | None = None
-    body_html: str | None = Field(None, max_length=200_000)
+    body_html: BodyHtml | None = None
     requester_id: uuid.UUID | None = None
     account_id: uuid.UUID | None = None
     project_id: uuid.UUID | None = None
     ticket_type_id: uuid.UUID | None = None
     channel: TicketChannel | None = None
-    conversation_ids: list[Annotated[str, Field(min_length=1, max_length=100)]] | None = Field(
-        None, max_length=50, description="replaces the linked conversations"
-    )
+    conversation_ids: ConversationIds | None = Field(None, description="replaces the linked conversations")
     state: TicketState | None = None
     assignee_member_id: MemberId | None = None
 
@@ -327,30 +298,14 @@ class TicketStateBody(RequestModel):
     state: TicketState
 
 
-class TicketListQuery(LimitOffsetQuery):
-    state: TicketState | None = None
-    priority: TicketPriority | None = None
-    assignee_member_id: MemberId | None = None
-    unassigned: bool | None = None
-    requester_id: uuid.UUID | None = None
-    account_id: uuid.UUID | None = None
-    project_id: uuid.UUID | None = None
-    search: str | None = Field(None, max_length=200)
-    created_after: date | None = None
-    created_before: date | None = None
-    timezone: str | None = None
-
-    _tz = field_validator("timezone")(classmethod(lambda cls, v: _check_timezone(v)))
-
-
 class NamedCreate(RequestModel):
     name: Name
-    description: str | None = Field(None, max_length=5000)
+    description: Description | None = None
 
 
 class NamedUpdate(RequestModel):
     name: Name | None = None
-    description: str | None = Field(None, max_length=5000)
+    description: Description | None = None
 
 
 # ---------------------------------------------------------------------------------------------- tasks
@@ -366,7 +321,7 @@ class TaskCreate(RequestModel):
     ticket_id: uuid.UUID | None = None
     contact_id: uuid.UUID | None = None
     account_id: uuid.UUID | None = None
-    notes: str | None = Field(None, max_length=10000)
+    notes: Notes | None = None
 
 
 class TaskUpdate(RequestModel):
@@ -380,27 +335,7 @@ class TaskUpdate(RequestModel):
     ticket_id: uuid.UUID | None = None
     contact_id: uuid.UUID | None = None
     account_id: uuid.UUID | None = None
-    notes: str | None = Field(None, max_length=10000)
-
-
-class TaskListQuery(LimitOffsetQuery):
-    owner_id: MemberId | None = None
-    status: TaskStatus | None = None
-    is_completed: bool | None = None
-    type: TaskType | None = None
-    priority: TaskPriority | None = None
-    deal_id: uuid.UUID | None = None
-    ticket_id: uuid.UUID | None = None
-    contact_id: uuid.UUID | None = None
-    account_id: uuid.UUID | None = None
-    due_before: date | None = None
-    due_after: date | None = None
-    overdue: bool | None = None
-    search: str | None = Field(None, max_length=200)
-    timezone: str | None = None
-    limit: int = Field(20, ge=1, le=MAX_LIMIT)  # tasks default to 20 (spec); the rest inherit 100
-
-    _tz = field_validator("timezone")(classmethod(lambda cls, v: _check_timezone(v)))
+    notes: Notes | None = None
 
 
 # --------------------------------------------------------------------------------- contacts, accounts
@@ -408,26 +343,21 @@ class TaskListQuery(LimitOffsetQuery):
 
 class IdentityIn(RequestModel):
     kind: IdentityKind
-    value: str = Field(min_length=1, max_length=320)
+    value: IdentityValue
 
 
 class ContactCreate(RequestModel):
     name: Name
-    job_title: str | None = Field(None, max_length=200)
-    notes: str | None = Field(None, max_length=10000)
-    identities: list[IdentityIn] = Field(default_factory=list, max_length=50)
-    account_ids: list[uuid.UUID] = Field(default_factory=list, max_length=50)
+    job_title: JobTitle | None = None
+    notes: Notes | None = None
+    identities: Identities[IdentityIn] = Field(default_factory=tuple)
+    account_ids: AccountIds[uuid.UUID] = Field(default_factory=tuple)
 
 
 class ContactUpdate(RequestModel):
     name: Name | None = None
-    job_title: str | None = Field(None, max_length=200)
-    notes: str | None = Field(None, max_length=10000)
-
-
-class ContactListQuery(LimitOffsetQuery):
-    search: str | None = Field(None, max_length=200, description="name, phone or email")
-    account_id: uuid.UUID | None = None
+    job_title: JobTitle | None = None
+    notes: Notes | None = None
 
 
 class MergeBody(RequestModel):
@@ -436,27 +366,23 @@ class MergeBody(RequestModel):
 
 class AccountCreate(RequestModel):
     name: Name
-    domain: str | None = Field(None, max_length=255)
-    industry: str | None = Field(None, max_length=120)
-    phone: str | None = Field(None, max_length=40)
-    notes: str | None = Field(None, max_length=10000)
+    domain: Domain | None = None
+    industry: Industry | None = None
+    phone: Phone | None = None
+    notes: Notes | None = None
 
 
 class AccountUpdate(RequestModel):
     name: Name | None = None
-    domain: str | None = Field(None, max_length=255)
-    industry: str | None = Field(None, max_length=120)
-    phone: str | None = Field(None, max_length=40)
-    notes: str | None = Field(None, max_length=10000)
-
-
-class AccountListQuery(LimitOffsetQuery):
-    search: str | None = Field(None, max_length=200)
+    domain: Domain | None = None
+    industry: Industry | None = None
+    phone: Phone | None = None
+    notes: Notes | None = None
 
 
 class AccountContactBody(RequestModel):
     contact_id: uuid.UUID
-    role: str | None = Field(None, max_length=120)
+    role: Role | None = None
 
 
 # ------------------------------------------------------------------------------------------- responses
@@ -914,47 +840,25 @@ class Deleted(OutModel):
 # -------------------------------------------------------------------------------------------- products
 
 
-def _web_url(value: str | None) -> str | None:
-    """An absolute http(s) URL, or None for an empty value."""
-    if value is None or not value.strip():
-        return None
-    parts = urlsplit(value.strip())
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError("must be an absolute http(s) URL")
-    return value.strip()
-
-
-Sku = Annotated[str, Field(min_length=1, max_length=100)]
-
-
 class ProductCreate(RequestModel):
-    name: Annotated[str, Field(min_length=1, max_length=300)]
+    name: ProductName
     price: Money = Field(description="unit price in `currency`, up to 4 decimal places")
     currency: CurrencyIn = "MXN"
     sku: Sku | None = Field(None, description="unique in the organization")
-    description: str | None = Field(None, max_length=5000)
-    url: str | None = Field(None, max_length=2048, description="the product's page (http or https)")
-    image_url: str | None = Field(None, max_length=2048, description="a picture of the product")
+    description: Description | None = None
+    url: WebUrl | None = Field(None, description="the product's page (http or https)")
+    image_url: WebUrl | None = Field(None, description="a picture of the product")
     active: bool = True
-
-    _urls = field_validator("url", "image_url")(classmethod(lambda cls, v: _web_url(v)))
 
 
 class ProductUpdate(RequestModel):
-    name: Annotated[str, Field(min_length=1, max_length=300)] | None = None
+    name: ProductName | None = None
     price: Money | None = None
     currency: CurrencyIn | None = None
     sku: Sku | None = None
-    description: str | None = Field(None, max_length=5000)
-    url: str | None = Field(None, max_length=2048)
-    image_url: str | None = Field(None, max_length=2048)
-    active: bool | None = None
-
-    _urls = field_validator("url", "image_url")(classmethod(lambda cls, v: _web_url(v)))
-
-
-class ProductListQuery(LimitOffsetQuery):
-    q: str | None = Field(None, max_length=200, description="words found in the name, SKU or description")
+    description: Description | None = None
+    url: WebUrl | None = None
+    image_url: WebUrl | None = None
     active: bool | None = None
 
 

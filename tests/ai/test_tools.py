@@ -117,21 +117,19 @@ def test_search_knowledge_returns_passages_to_the_model(
 def test_send_product_sends_the_catalogue_item(
     app: Flask, client: FlaskClient, org: Org, llm: FakeLLM, make_agent: MakeAgent, say: Say, meta: Any
 ) -> None:
+    from blueprints.crm.drafts import ProductDraft
     from blueprints.crm.services import products
 
     with app.app_context():
         plan = products.create_product(
             uuid.UUID(org.id),
-            {
-                "name": "Plan 20 GB",
-                "price": Decimal("299.00"),
-                "currency": "MXN",
-                "url": "https://demo.test/20",
-            },
+            ProductDraft(
+                name="Plan 20 GB", price=Decimal("299.00"), currency="MXN", url="https://demo.test/20"
+            ),
         )
         photo = products.create_product(
             uuid.UUID(org.id),
-            {"name": "Router 5G", "price": Decimal("1499.5"), "image_url": "https://demo.test/router.png"},
+            ProductDraft(name="Router 5G", price=Decimal("1499.5"), image_url="https://demo.test/router.png"),
         )
         db.session.commit()
         plan_id, photo_id = str(plan.id), str(photo.id)
@@ -154,13 +152,13 @@ def test_send_product_sends_the_catalogue_item(
 def test_create_ticket_links_the_conversation_and_the_contact(
     app: Flask, client: FlaskClient, org: Org, llm: FakeLLM, make_agent: MakeAgent, say: Say
 ) -> None:
+    from blueprints.crm.drafts import ContactDraft, IdentityDraft
     from blueprints.crm.models import Ticket, TicketConversation
     from blueprints.crm.services import contacts
 
     with app.app_context():
         contact = contacts.create_contact(
-            uuid.UUID(org.id),
-            {"name": "Jessica", "identities": [{"kind": "phone", "value": "+525512345678"}]},
+            uuid.UUID(org.id), ContactDraft("Jessica", identities=(IdentityDraft("phone", "+525512345678"),))
         )
         db.session.commit()
         contact_id = contact.id
@@ -192,6 +190,7 @@ def test_create_ticket_links_the_conversation_and_the_contact(
 def test_schedule_meeting_creates_a_meeting_task_linked_to_contact_and_deal(
     app: Flask, client: FlaskClient, org: Org, llm: FakeLLM, make_agent: MakeAgent, say: Say
 ) -> None:
+    from blueprints.crm.drafts import ContactDraft, DealDraft, IdentityDraft
     from blueprints.crm.models import CrmTask
     from blueprints.crm.services import contacts, deals, pipelines
 
@@ -202,17 +201,17 @@ def test_schedule_meeting_creates_a_meeting_task_linked_to_contact_and_deal(
     organization_id = uuid.UUID(org.id)
     with app.app_context():
         contact = contacts.create_contact(
-            organization_id, {"name": "Jessica", "identities": [{"kind": "phone", "value": "+525512345678"}]}
+            organization_id, ContactDraft("Jessica", identities=(IdentityDraft("phone", "+525512345678"),))
         )
         pipelines.ensure_default_pipeline(organization_id)
         deal = deals.create_deal(
             organization_id,
-            {
-                "name": "Plan empresa",
-                "pipeline_id": pipelines.default_pipeline_id(organization_id),
-                "stage_id": pipelines.default_stage_id(organization_id, 0),
-                "conversation_ids": [conversation["id"]],
-            },
+            DealDraft(
+                name="Plan empresa",
+                pipeline_id=pipelines.default_pipeline_id(organization_id),
+                stage_id=pipelines.default_stage_id(organization_id, 0),
+                conversation_ids=(conversation["id"],),
+            ),
         )
         db.session.commit()
         contact_id, deal_id = contact.id, deal.id

@@ -42,7 +42,7 @@ LISTS: dict[str, tuple[str, Callable[[uuid.UUID, Any], Any], dict[str, tuple[Any
         list_tickets,
         {
             "default": (TicketFilters(), "ix_crm_tickets_list"),
-            "state": (TicketFilters(state="open"), "ix_crm_tickets_list_state"),
+            "state": (TicketFilters(state="new"), "ix_crm_tickets_list_state"),
             "priority": (TicketFilters(priority="high"), "ix_crm_tickets_list_priority"),
             "assignee": (TicketFilters(assignee_member_id="mem_1"), "ix_crm_tickets_list_assignee"),
             "unassigned": (TicketFilters(unassigned=True), "ix_crm_tickets_list_unassigned"),

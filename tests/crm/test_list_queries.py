@@ -9,6 +9,16 @@ from typing import Any
 
 from flask import Flask
 
+from blueprints.crm.drafts import (
+    AccountDraft,
+    ContactDraft,
+    DealContactDraft,
+    DealDraft,
+    IdentityDraft,
+    LineItemDraft,
+    TaskDraft,
+    TicketDraft,
+)
 from blueprints.crm.services import contacts, deals, pipelines, tasks, tickets
 from core.db import db
 from tests.crm.conftest import Crm
@@ -21,34 +31,34 @@ def _seed(app: Flask, organization_id: str) -> None:
     with app.app_context():
         pipeline = pipelines.list_pipelines(org)[0]
         pipeline_id, stage_ids = pipeline.id, [s.id for s in pipeline.stages]
-        contact = contacts.create_contact(org, {"name": "Ana"})
-        account = contacts.create_account(org, {"name": "Acme"})
+        contact = contacts.create_contact(org, ContactDraft(name="Ana"))
+        account = contacts.create_account(org, AccountDraft(name="Acme"))
         for index in range(ROWS):
             deal = deals.create_deal(
                 org,
-                {
-                    "name": f"Deal {index}",
-                    "pipeline_id": pipeline_id,
-                    "stage_id": stage_ids[index % 3],
-                    "contacts": [{"contact_id": contact.id, "is_primary": True}],
-                    "conversation_ids": [f"conv-{index}"],
-                },
+                DealDraft(
+                    name=f"Deal {index}",
+                    pipeline_id=pipeline_id,
+                    stage_id=stage_ids[index % 3],
+                    contacts=(DealContactDraft(contact.id, is_primary=True),),
+                    conversation_ids=(f"conv-{index}",),
+                ),
             )
             deals.add_line_item(
-                org, deal.id, {"name": "Plan", "quantity": Decimal(1), "unit_price": Decimal(10)}
+                org, deal.id, LineItemDraft("Plan", quantity=Decimal(1), unit_price=Decimal(10))
             )
             ticket = tickets.create_ticket(
-                org, {"title": f"Ticket {index}", "source": "api", "conversation_ids": [f"conv-{index}"]}
+                org, TicketDraft(title=f"Ticket {index}", source="api", conversation_ids=(f"conv-{index}",))
             )
             tasks.create_task(
                 org,
-                {
-                    "title": f"Task {index}",
-                    "deal_id": deal.id,
-                    "ticket_id": ticket.id,
-                    "contact_id": contact.id,
-                    "account_id": account.id,
-                },
+                TaskDraft(
+                    title=f"Task {index}",
+                    deal_id=deal.id,
+                    ticket_id=ticket.id,
+                    contact_id=contact.id,
+                    account_id=account.id,
+                ),
             )
         db.session.commit()  # services leave the commit to their unit of work; this block is one
 
@@ -83,21 +93,21 @@ def test_contact_and_account_lists_do_not_grow_with_the_page(
 ) -> None:
     org = uuid.UUID(crm.org.id)
     with app.app_context():
-        account = contacts.create_account(org, {"name": "Acme"})
+        account = contacts.create_account(org, AccountDraft(name="Acme"))
         for index in range(ROWS):
             contact = contacts.create_contact(
                 org,
-                {
-                    "name": f"Contact {index}",
-                    "identities": [
-                        {"kind": "phone", "value": f"+5255{index:08d}"},
-                        {"kind": "email", "value": f"c{index}@example.com"},
-                    ],
-                },
+                ContactDraft(
+                    name=f"Contact {index}",
+                    identities=(
+                        IdentityDraft("phone", f"+5255{index:08d}"),
+                        IdentityDraft("email", f"c{index}@example.com"),
+                    ),
+                ),
             )
             contacts.link_contact(org, account.id, contact.id, "buyer")
             if index:
-                contacts.create_account(org, {"name": f"Account {index}"})
+                contacts.create_account(org, AccountDraft(name=f"Account {index}"))
         db.session.commit()
     for suffix in ("/contacts", "/accounts"):
         small, large = _count(crm, queries, suffix, 20), _count(crm, queries, suffix, 100)

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient, FlaskCliRunner
+from markupsafe import escape
 
 from blueprints.crm import hooks
 from tests.conftest import Org
@@ -57,11 +58,12 @@ class Desk:
     def lists(self, conversation: str) -> Any:
         return self.client.get(f"{self.prefix}/crm/conversation/{conversation}/records/lists", headers=HX)
 
-    def post(self, conversation: str, what: str, **form: str) -> Any:
+    def post(self, conversation: str, what: str, language: str | None = None, **form: str) -> Any:
+        languages = {"Accept-Language": language} if language else {}
         return self.client.post(
             f"{self.prefix}/crm/conversation/{conversation}/{what}",
             data=form,
-            headers={**HX, "X-CSRFToken": self.csrf},
+            headers={**HX, "X-CSRFToken": self.csrf, **languages},
         )
 
 
@@ -362,6 +364,84 @@ def test_a_stage_of_another_pipeline_is_refused_in_the_form(agent: Desk, crm: Cr
     )
     assert response.status_code == 422 and 'data-error-for="stage"' in _text(response)
     assert crm.ok(crm.get("/deals"))["total"] == 0
+
+
+def _deal_form(crm: Crm, **changes: str) -> dict[str, str]:
+    pipeline = crm.pipeline()
+    stage = f"{pipeline['id']}:{pipeline['stages'][0]['id']}"
+    return {"title": "Plan", "amount": "10", "currency": "MXN", "stage": stage, **changes}
+
+
+def _refusal_under(html: str, field: str) -> str:
+    """The words shown under ``field`` (the only refused field)."""
+    found = re.search(rf'data-error-for="{field}">([^<]*)</div>', html)
+    assert found is not None and html.count("data-error-for=") == 1, html[:2000]
+    return found.group(1)
+
+
+@pytest.mark.parametrize(
+    ("language", "what", "changes", "field", "words"),
+    [
+        ("en", "deals", {"amount": "mucho"}, "amount", "Write an amount of 0 or more, such as 1500.00."),
+        ("es", "deals", {"amount": "-5"}, "amount", "Escribe un monto de 0 o más, por ejemplo 1500.00."),
+        ("en", "deals", {"currency": "XXX"}, "currency", "Choose a currency from the list."),
+        ("es", "deals", {"currency": "XXX"}, "currency", "Elige una moneda de la lista."),
+        ("es", "deals", {"stage": "nonsense"}, "stage", "Elige una opción de la lista."),
+        ("en", "tickets", {"subject": "x" * 501}, "subject", "Too long: up to 500 characters."),
+        ("es", "tickets", {"subject": "x" * 501}, "subject", "Demasiado largo: hasta 500 caracteres."),
+        ("es", "tickets", {"subject": "   "}, "subject", "Completa este campo."),
+        ("en", "tickets", {"priority": "whenever"}, "priority", "Choose an option from the list."),
+    ],
+)
+def test_a_refusal_is_worded_in_the_pages_language_next_to_its_field(
+    agent: Desk,
+    crm: Crm,
+    conversation: str,
+    language: str,
+    what: str,
+    changes: dict[str, str],
+    field: str,
+    words: str,
+) -> None:
+    """The verb refuses with a code and the wire's field; the form shows the code's words (refusals.py) in
+    the page's language under its own field, never the API's English message."""
+    form = (
+        _deal_form(crm, **changes)
+        if what == "deals"
+        else {"subject": "Factura", "priority": "normal", **changes}
+    )
+    response = agent.post(conversation, what, language=language, **form)
+    assert response.status_code == 422, _text(response)
+    assert _refusal_under(_text(response), field) == str(escape(words))
+    assert "Input should be" not in _text(response) and "String should have" not in _text(response)
+
+
+@pytest.mark.parametrize(
+    ("language", "words"),
+    [("en", "Choose a stage of the deal&#39;s pipeline."), ("es", "Elige una etapa del embudo del negocio.")],
+)
+def test_a_verbs_own_refusal_is_placed_by_its_field_in_both_languages(
+    agent: Desk, crm: Crm, conversation: str, language: str, words: str
+) -> None:
+    """A rule of the verb itself (the stage belongs to another pipeline: ``stage_other_pipeline`` on
+    ``stage_id``) lands under the form's ``stage`` select, worded in the page's language."""
+    pipeline = crm.pipeline()
+    other = crm.ok(crm.post("/pipelines", {"name": "Renewals", "key": "REN"}), 201)
+    stage = crm.ok(crm.post(f"/pipelines/{other['id']}/stages", {"name": "Due", "stage_order": 0}), 201)
+    form = _deal_form(crm, stage=f"{pipeline['id']}:{stage['id']}")
+    response = agent.post(conversation, "deals", language=language, **form)
+    assert response.status_code == 422
+    assert _refusal_under(_text(response), "stage") == words
+    assert "belongs to another pipeline" not in _text(response)
+    assert crm.ok(crm.get("/deals"))["total"] == 0
+
+
+def test_an_alert_is_worded_in_the_pages_language(agent: Desk, crm: Crm, conversation: str) -> None:
+    """A refusal no field explains (a conversation the CRM does not know) is an alert in the page's
+    language."""
+    with hooks.known_conversations.only(lambda **_: set()):
+        response = agent.post(conversation, "tickets", language="es", subject="Factura", priority="normal")
+    assert response.status_code == 422 and "No se encontró la conversación" in _text(response)
 
 
 def test_the_fragment_costs_the_same_queries_for_one_and_ten_records(

@@ -17,6 +17,7 @@ import pytest
 from flask import Flask
 from sqlalchemy import insert, select
 
+from blueprints.crm.drafts import PipelineDraft, StageChanges, StageDraft
 from blueprints.crm.models import Deal
 from blueprints.crm.money import find_conversion, minor_units, round_money
 from blueprints.crm.services import pipelines
@@ -153,10 +154,10 @@ def _random_store(organization_id: uuid.UUID, rng: random.Random) -> tuple[uuid.
     pipelines.ensure_default_pipeline(organization_id)
     for stage in pipelines.pipeline_for_update(organization_id, main.id).stages:
         pipelines.update_stage(
-            organization_id, stage.id, {"probability": rng.choice((0, 10, 33, 50, 67, 99))}
+            organization_id, stage.id, StageChanges(probability=rng.choice((0, 10, 33, 50, 67, 99)))
         )
-    other = pipelines.create_pipeline(organization_id, "Other", "OTR", False)
-    other_stage = pipelines.create_stage(organization_id, other.id, {"name": "Only", "stage_order": 0}).id
+    other = pipelines.create_pipeline(organization_id, PipelineDraft("Other", "OTR", is_default=False))
+    other_stage = pipelines.create_stage(organization_id, other.id, StageDraft("Only", stage_order=0)).id
     main_stages = [s.id for s in pipelines.pipeline_for_update(organization_id, main.id).stages]
     t0 = datetime(2026, 1, 1, tzinfo=UTC)
     rows: list[dict[str, Any]] = []

@@ -1,4 +1,7 @@
-"""Helpers shared by the CRM services: reference checks, the settings row, counters and day ranges."""
+"""Helpers shared by the CRM services: reference checks, the settings row, counters and day ranges.
+
+Every refusal here is a ``rules.Refusal`` with a stable code and the field it concerns (in the wire's
+name), so pages can place it; the API renders status and message only, as before."""
 
 from __future__ import annotations
 
@@ -6,7 +9,7 @@ import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import date, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import insert, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -14,10 +17,12 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from blueprints.crm import hooks
 from blueprints.crm.models import CrmAccount, CrmContact, CrmProject, CrmSettings, Pipeline, TicketType
+from blueprints.crm.rules import Refusal, missing
 from core.db import db, utcnow
-from core.errors import ApiError, not_found
-from core.tenancy import get_for_org
+from core.tenancy import find_for_org
 from core.timeutil import day_end, day_start, get_zone
+
+M = TypeVar("M")
 
 DEFAULT_TICKET_PREFIX = "TCK"
 DEFAULT_BASE_CURRENCY = "MXN"
@@ -32,40 +37,63 @@ def savepoint() -> Iterator[None]:
         db.session.flush()
 
 
-def check_refs(
-    organization_id: uuid.UUID,
-    *,
-    contact_id: uuid.UUID | None = None,
-    account_id: uuid.UUID | None = None,
-    project_id: uuid.UUID | None = None,
-    ticket_type_id: uuid.UUID | None = None,
-) -> None:
-    """404 when a referenced contact, account, project or ticket type is not the caller's."""
-    for model, object_id, resource in (
-        (CrmContact, contact_id, "Contact"),
-        (CrmAccount, account_id, "Account"),
-        (CrmProject, project_id, "Project"),
-        (TicketType, ticket_type_id, "Ticket type"),
-    ):
+def get_ref(
+    model: type[M], object_id: Any, organization_id: uuid.UUID, resource: str, param: str | None = None
+) -> M:
+    """The organization's object with this id (``core.tenancy``: another organization's, an unknown and a
+    malformed id are all "not found"), or 404 ``No <resource> found`` coded ``<resource>_not_found`` and
+    naming ``param``, the field that held the id (None for the record a path names)."""
+    found = find_for_org(model, object_id, organization_id)
+    if found is None:
+        raise missing(resource, param)
+    return found
+
+
+# What each referencing field of a draft names (its wire name -> model and resource).
+REFERENCES: dict[str, tuple[type[Any], str]] = {
+    "contact_id": (CrmContact, "Contact"),
+    "requester_id": (CrmContact, "Contact"),
+    "account_id": (CrmAccount, "Account"),
+    "project_id": (CrmProject, "Project"),
+    "ticket_type_id": (TicketType, "Ticket type"),
+}
+
+
+def check_refs(organization_id: uuid.UUID, **ids: uuid.UUID | None) -> None:
+    """404 naming the field when a referenced contact, account, project or ticket type (given by the
+    field's wire name: ``requester_id=...``) is not the caller's; checked in the order given."""
+    for param, object_id in ids.items():
         if object_id is not None:
-            get_for_org(model, object_id, organization_id, resource)
+            model, resource = REFERENCES[param]
+            get_ref(model, object_id, organization_id, resource, param)
 
 
 def check_members(organization_id: uuid.UUID, fields: dict[str, str | None]) -> None:
-    """400 naming the field when a member id names no member of the organization (asked through the
-    ``known_members`` hook; ``None`` clears and is always fine)."""
+    """400 ``member_unknown`` naming the field when a member id names no member of the organization
+    (asked through the ``known_members`` hook; ``None`` clears and is always fine)."""
     sent = {name: value for name, value in fields.items() if value is not None}
     unknown = set(hooks.unknown_members(organization_id, sent.values()))
     for name, value in sent.items():
         if value in unknown:
-            raise ApiError(400, f"{name}: no member of the organization has the id {value}", param=name)
+            raise Refusal(
+                400,
+                f"{name}: no member of the organization has the id {value}",
+                code="member_unknown",
+                param=name,
+            )
 
 
-def check_conversations(organization_id: uuid.UUID, conversation_ids: Iterable[str]) -> None:
+def check_conversations(
+    organization_id: uuid.UUID, conversation_ids: Iterable[str], param: str = "conversation_ids"
+) -> None:
     """404 ``No Conversation found`` when an id names no conversation (or call) of the organization,
-    like every other reference the CRM is given."""
-    if hooks.unknown_conversations(organization_id, conversation_ids):
-        raise not_found("Conversation")
+    like every other reference the CRM is given; ``param`` names the first unknown one
+    (``conversation_ids.2``) when the ids are a list."""
+    wanted = list(conversation_ids)
+    unknown = set(hooks.unknown_conversations(organization_id, wanted))
+    if unknown:
+        index = next(i for i, conversation_id in enumerate(wanted) if conversation_id in unknown)
+        raise missing("Conversation", param if param == "conversation_id" else f"{param}.{index}")
 
 
 def insert_ignore(table: Any, values: dict[str, Any]) -> Any:
@@ -164,4 +192,6 @@ def local_range(
 
 def check_range(start: Any, end: Any, name: str) -> None:
     if start is not None and end is not None and start > end:
-        raise ApiError(400, f"{name}: the range is empty (after is later than before)", param=name)
+        raise Refusal(
+            400, f"{name}: the range is empty (after is later than before)", code="range_inverted", param=name
+        )

@@ -5,15 +5,25 @@ from __future__ import annotations
 import contextlib
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 from email_validator import EmailNotValidError, validate_email
+from pydantic import Field
 from sqlalchemy import delete, exists, or_, select, union_all, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import selectinload
 
 from blueprints.audit import services as audit_log
 from blueprints.crm import hooks
+from blueprints.crm.drafts import (
+    AccountChanges,
+    AccountDraft,
+    ContactChanges,
+    ContactDraft,
+    check,
+    given,
+    sent,
+)
 from blueprints.crm.models import (
     AccountContact,
     ContactIdentity,
@@ -23,13 +33,22 @@ from blueprints.crm.models import (
     DealContact,
     Ticket,
 )
-from blueprints.crm.services.common import savepoint
+from blueprints.crm.rules import (
+    IdentityKind,
+    IdentityValue,
+    Limit,
+    Offset,
+    Refusal,
+    Role,
+    Rule,
+    Search,
+    missing,
+)
+from blueprints.crm.services.common import get_ref, savepoint
 from core.db import db, utcnow
-from core.errors import ApiError, not_found
 from core.events import publish
 from core.pagination import Page, paginate
 from core.phones import InvalidPhoneNumber, normalize_phone
-from core.tenancy import get_for_org
 from core.textsearch import contains, text_index
 
 CONTACT_LOAD = (
@@ -40,23 +59,27 @@ ACCOUNT_LOAD = (selectinload(CrmAccount.contact_links).joinedload(AccountContact
 
 
 def normalize_identity(kind: str, value: str, param: str = "value") -> str:
+    """A phone in E.164 or an email as stored, or 400 ``identity_invalid`` naming ``param``."""
     if kind == "phone":
         try:
             return normalize_phone(value)
         except InvalidPhoneNumber as error:
-            raise ApiError(400, f"{param}: {error}", param=param) from None
+            raise Refusal(400, f"{param}: {error}", code="identity_invalid", param=param) from None
     try:
         # Deliverability (DNS) is not checked: no network from a request; case folded for matching.
         return validate_email(value, check_deliverability=False).normalized.lower()
     except EmailNotValidError as error:
-        raise ApiError(400, f"{param}: {error}", param=param) from None
+        raise Refusal(400, f"{param}: {error}", code="identity_invalid", param=param) from None
 
 
-def _duplicate(kind: str, value: str) -> ApiError:
-    return ApiError(409, f"A contact with the {kind} {value} already exists", param="identities")
+def _duplicate(kind: str, value: str, param: str) -> Refusal:
+    return Refusal(
+        409, f"A contact with the {kind} {value} already exists", code="identity_taken", param=param
+    )
 
 
-def get_contact(organization_id: uuid.UUID, contact_id: uuid.UUID) -> CrmContact:
+def get_contact(organization_id: uuid.UUID, contact_id: uuid.UUID, param: str | None = None) -> CrmContact:
+    """The contact with its identities and accounts; 404 naming ``param`` when the id came in a field."""
     contact = db.session.scalars(
         select(CrmContact)
         .where(CrmContact.id == contact_id, CrmContact.organization_id == organization_id)
@@ -64,7 +87,7 @@ def get_contact(organization_id: uuid.UUID, contact_id: uuid.UUID) -> CrmContact
         .execution_options(populate_existing=True)
     ).first()
     if contact is None:
-        raise not_found("Contact")
+        raise missing("Contact", param)
     return contact
 
 
@@ -78,7 +101,7 @@ def _add_identity(contact: CrmContact, kind: str, raw: str, param: str) -> Conta
         )
     )
     if taken is not None or any(i.kind == kind and i.value == value for i in contact.identities):
-        raise _duplicate(kind, value)
+        raise _duplicate(kind, value, param)
     identity = ContactIdentity(
         organization_id=contact.organization_id, kind=kind, value=value, created_at=utcnow()
     )
@@ -94,44 +117,53 @@ def _publish_identity(name: str, contact: CrmContact, kind: str, value: str) -> 
     publish(name, contact.organization_id, {"contact_id": str(contact.id), "kind": kind, "value": value})
 
 
-def _taken_concurrently(kind_value: str) -> ApiError:
-    return ApiError(409, f"A contact with this {kind_value} already exists", param="identities")
+def _taken_concurrently(kind_value: str, param: str) -> Refusal:
+    return Refusal(
+        409, f"A contact with this {kind_value} already exists", code="identity_taken", param=param
+    )
 
 
-def create_contact(organization_id: uuid.UUID, fields: dict[str, Any]) -> CrmContact:
-    """``fields``: name and optionally job_title, notes, identities (``kind``, ``value``), account_ids."""
+def create_contact(organization_id: uuid.UUID, draft: ContactDraft) -> CrmContact:
+    """A contact with its identities (phones in E.164, emails lower-cased; a taken one is 409) and its
+    accounts."""
+    draft = check(draft)
     now = utcnow()
     contact = CrmContact(
         organization_id=organization_id,
-        name=fields["name"],
-        job_title=fields.get("job_title"),
-        notes=fields.get("notes"),
+        name=draft.name,
+        job_title=draft.job_title,
+        notes=draft.notes,
         created_at=now,
         updated_at=now,
         identities=[],
         account_links=[],
     )
-    for account_id in dict.fromkeys(fields.get("account_ids") or []):
-        get_for_org(CrmAccount, account_id, organization_id, "Account")
-        contact.account_links.append(AccountContact(account_id=account_id, created_at=now))
+    linked: set[uuid.UUID] = set()
+    for index, account_id in enumerate(draft.account_ids):
+        if account_id not in linked:
+            get_ref(CrmAccount, account_id, organization_id, "Account", f"account_ids.{index}")
+            contact.account_links.append(AccountContact(account_id=account_id, created_at=now))
+            linked.add(account_id)
     try:
         with savepoint():
             db.session.add(contact)
-            for index, identity in enumerate(fields.get("identities") or []):
-                _add_identity(contact, identity["kind"], identity["value"], f"identities.{index}.value")
+            for index, identity in enumerate(draft.identities):
+                _add_identity(contact, identity.kind, identity.value, f"identities.{index}.value")
             db.session.flush()
     except IntegrityError:  # a concurrent request registered the same identity first
-        raise _taken_concurrently("identity") from None
+        raise _taken_concurrently("identity", "identities") from None
     return get_contact(organization_id, contact.id)
 
 
-def update_contact(organization_id: uuid.UUID, contact_id: uuid.UUID, changes: dict[str, Any]) -> CrmContact:
+def update_contact(organization_id: uuid.UUID, contact_id: uuid.UUID, changes: ContactChanges) -> CrmContact:
+    changes = check(changes)
     contact = get_contact(organization_id, contact_id)
-    if changes.get("name") is not None:
-        contact.name = changes["name"]
-    for name in ("job_title", "notes"):
-        if name in changes:
-            setattr(contact, name, changes[name])
+    if given(changes.name):
+        contact.name = changes.name
+    if sent(changes.job_title):
+        contact.job_title = changes.job_title
+    if sent(changes.notes):
+        contact.notes = changes.notes
     contact.updated_at = utcnow()
     return get_contact(organization_id, contact.id)
 
@@ -143,7 +175,15 @@ def delete_contact(organization_id: uuid.UUID, contact_id: uuid.UUID) -> None:
     audit_log.record("crm_contact.deleted", "crm_contact", contact.id, organization_id=organization_id)
 
 
+# The rules of the verbs that take plain values.
+_KIND = Rule[str](IdentityKind)
+_VALUE = Rule[str](IdentityValue)
+_ROLE = Rule[str | None](Role | None)
+
+
 def add_identity(organization_id: uuid.UUID, contact_id: uuid.UUID, kind: str, value: str) -> CrmContact:
+    kind = _KIND.check(kind, "kind")
+    value = _VALUE.check(value, "value")
     contact = get_contact(organization_id, contact_id)
     try:
         with savepoint():
@@ -151,7 +191,7 @@ def add_identity(organization_id: uuid.UUID, contact_id: uuid.UUID, kind: str, v
             contact.updated_at = utcnow()
             db.session.flush()
     except IntegrityError:  # a concurrent request registered the same identity first
-        raise _taken_concurrently(kind) from None
+        raise _taken_concurrently(kind, "value") from None
     return get_contact(organization_id, contact.id)
 
 
@@ -159,7 +199,7 @@ def remove_identity(organization_id: uuid.UUID, contact_id: uuid.UUID, identity_
     contact = get_contact(organization_id, contact_id)
     identity = next((i for i in contact.identities if i.id == identity_id), None)
     if identity is None:
-        raise not_found("Identity")
+        raise missing("Identity")
     contact.identities.remove(identity)
     contact.updated_at = utcnow()
     _publish_identity("crm.contact_identity_removed", contact, identity.kind, identity.value)
@@ -174,13 +214,16 @@ ACCOUNT_TEXT = text_index("crm_accounts", "name", "domain")
 
 @dataclass(frozen=True)
 class ContactFilters:
-    limit: int = 100
-    offset: int = 0
-    search: str | None = None  # name, phone or email
+    """The contact list's filters; the API's query model is generated from them."""
+
+    limit: Limit = 100
+    offset: Offset = 0
+    search: Annotated[Search | None, Field(description="name, phone or email")] = None
     account_id: uuid.UUID | None = None
 
 
 def list_contacts(organization_id: uuid.UUID, query: ContactFilters) -> Page[CrmContact]:
+    query = check(query)
     conditions: list[Any] = [CrmContact.organization_id == organization_id]
     if query.search:
         texts = [query.search]
@@ -221,11 +264,14 @@ def merge_contacts(organization_id: uuid.UUID, target_id: uuid.UUID, source_id: 
     source: identities, deal links (a deal linked to both keeps one link, primary if either was),
     tickets (requester), tasks, account links; conversations through the messaging area's hook."""
     if target_id == source_id:
-        raise ApiError(
-            400, "source_contact_id: cannot merge a contact into itself", param="source_contact_id"
+        raise Refusal(
+            400,
+            "source_contact_id: cannot merge a contact into itself",
+            code="merge_into_itself",
+            param="source_contact_id",
         )
     target = get_contact(organization_id, target_id)
-    source = get_contact(organization_id, source_id)
+    source = get_contact(organization_id, source_id, param="source_contact_id")
     moved: dict[str, int] = {}
     moved["identities"] = db.session.execute(
         update(ContactIdentity)
@@ -289,34 +335,41 @@ def get_account(organization_id: uuid.UUID, account_id: uuid.UUID) -> CrmAccount
         .execution_options(populate_existing=True)
     ).first()
     if account is None:
-        raise not_found("Account")
+        raise missing("Account")
     return account
 
 
-ACCOUNT_FIELDS = ("domain", "industry", "phone", "notes")
-
-
-def create_account(organization_id: uuid.UUID, fields: dict[str, Any]) -> CrmAccount:
+def create_account(organization_id: uuid.UUID, draft: AccountDraft) -> CrmAccount:
+    draft = check(draft)
     now = utcnow()
     account = CrmAccount(
         organization_id=organization_id,
-        name=fields["name"],
+        name=draft.name,
+        domain=draft.domain,
+        industry=draft.industry,
+        phone=draft.phone,
+        notes=draft.notes,
         created_at=now,
         updated_at=now,
-        **{name: fields.get(name) for name in ACCOUNT_FIELDS},
     )
     db.session.add(account)
     db.session.flush()
     return get_account(organization_id, account.id)
 
 
-def update_account(organization_id: uuid.UUID, account_id: uuid.UUID, changes: dict[str, Any]) -> CrmAccount:
+# The fields of an account that a null clears.
+ACCOUNT_FIELDS = ("domain", "industry", "phone", "notes")
+
+
+def update_account(organization_id: uuid.UUID, account_id: uuid.UUID, changes: AccountChanges) -> CrmAccount:
+    changes = check(changes)
     account = get_account(organization_id, account_id)
-    if changes.get("name") is not None:
-        account.name = changes["name"]
+    if given(changes.name):
+        account.name = changes.name
     for name in ACCOUNT_FIELDS:
-        if name in changes:
-            setattr(account, name, changes[name])
+        value = getattr(changes, name)
+        if sent(value):
+            setattr(account, name, value)
     account.updated_at = utcnow()
     return get_account(organization_id, account.id)
 
@@ -330,12 +383,15 @@ def delete_account(organization_id: uuid.UUID, account_id: uuid.UUID) -> None:
 
 @dataclass(frozen=True)
 class AccountFilters:
-    limit: int = 100
-    offset: int = 0
-    search: str | None = None  # name or domain
+    """The account list's filters; the API's query model is generated from them."""
+
+    limit: Limit = 100
+    offset: Offset = 0
+    search: Search | None = None  # name or domain
 
 
 def list_accounts(organization_id: uuid.UUID, query: AccountFilters) -> Page[CrmAccount]:
+    query = check(query)
     conditions: list[Any] = [CrmAccount.organization_id == organization_id]
     if query.search:
         conditions.append(contains(ACCOUNT_TEXT, CrmAccount, query.search))
@@ -348,8 +404,9 @@ def list_accounts(organization_id: uuid.UUID, query: AccountFilters) -> Page[Crm
 def link_contact(
     organization_id: uuid.UUID, account_id: uuid.UUID, contact_id: uuid.UUID, role: str | None
 ) -> CrmAccount:
+    role = _ROLE.check(role, "role")
     account = get_account(organization_id, account_id)
-    get_for_org(CrmContact, contact_id, organization_id, "Contact")
+    get_ref(CrmContact, contact_id, organization_id, "Contact", "contact_id")
     existing = next((link for link in account.contact_links if link.contact_id == contact_id), None)
     if existing is None:
         try:
@@ -369,6 +426,6 @@ def unlink_contact(organization_id: uuid.UUID, account_id: uuid.UUID, contact_id
     account = get_account(organization_id, account_id)
     link = next((link for link in account.contact_links if link.contact_id == contact_id), None)
     if link is None:
-        raise not_found("Contact")
+        raise missing("Contact")
     account.contact_links.remove(link)
     return get_account(organization_id, account_id)

@@ -15,6 +15,16 @@ from sqlalchemy.orm import joinedload, selectinload
 
 from blueprints.audit import services as audit_log
 from blueprints.crm import hooks
+from blueprints.crm.drafts import (
+    DealChanges,
+    DealContactDraft,
+    DealDraft,
+    LineItemChanges,
+    LineItemDraft,
+    check,
+    given,
+    sent,
+)
 from blueprints.crm.models import (
     CrmContact,
     Deal,
@@ -27,11 +37,30 @@ from blueprints.crm.models import (
     Stage,
 )
 from blueprints.crm.money import money_str, round_money, round_price
+from blueprints.crm.rules import (
+    Amount,
+    ConversationId,
+    CurrencyIn,
+    DealSort,
+    DealStatus,
+    Limit,
+    LinkChannel,
+    MemberId,
+    NoteText,
+    Offset,
+    Refusal,
+    Rule,
+    Search,
+    SortDirection,
+    Timezone,
+    missing,
+)
 from blueprints.crm.services.common import (
     check_conversations,
     check_members,
     check_range,
     check_refs,
+    get_ref,
     local_range,
     next_deal_number,
     savepoint,
@@ -39,10 +68,9 @@ from blueprints.crm.services.common import (
 from blueprints.crm.services.pipelines import get_stage, ordered_stages, pipeline_for_update, renumber
 from blueprints.crm.services.products import check_product_id
 from core.db import db, utcnow
-from core.errors import ApiError, not_found
 from core.events import publish
 from core.pagination import Page, paginate
-from core.tenancy import get_for_org, missing_ids
+from core.tenancy import missing_ids
 from core.textsearch import contains, text_index
 
 DEAL_LOAD = (
@@ -66,7 +94,7 @@ def get_deal(organization_id: uuid.UUID, deal_id: uuid.UUID) -> Deal:
         .execution_options(populate_existing=True)
     ).first()
     if deal is None:
-        raise not_found("Deal")
+        raise missing("Deal")
     return deal
 
 
@@ -152,16 +180,23 @@ def move_deal(deal: Deal, stage: Stage, *, publish_event: bool = True, actor: st
 
 
 def _stage_in_pipeline(organization_id: uuid.UUID, stage_id: uuid.UUID, pipeline_id: uuid.UUID) -> Stage:
-    stage = get_for_org(Stage, stage_id, organization_id, "Stage")
+    stage = get_ref(Stage, stage_id, organization_id, "Stage", "stage_id")
     if stage.pipeline_id != pipeline_id:
-        raise ApiError(400, "stage_id: the stage belongs to another pipeline", param="stage_id")
+        raise Refusal(
+            400,
+            "stage_id: the stage belongs to another pipeline",
+            code="stage_other_pipeline",
+            param="stage_id",
+        )
     return stage
 
 
-def _set_contacts(organization_id: uuid.UUID, deal: Deal, contacts: list[dict[str, Any]]) -> None:
-    wanted = {c["contact_id"]: c for c in contacts}
-    if missing_ids(CrmContact, wanted, organization_id):
-        raise not_found("Contact")
+def _set_contacts(organization_id: uuid.UUID, deal: Deal, contacts: tuple[DealContactDraft, ...]) -> None:
+    wanted = {c.contact_id: c for c in contacts}
+    unknown = set(missing_ids(CrmContact, wanted, organization_id))
+    if unknown:
+        index = next(i for i, c in enumerate(contacts) if c.contact_id in unknown)
+        raise missing("Contact", f"contacts.{index}.contact_id")
     existing = {link.contact_id: link for link in deal.contacts}
     for contact_id, link in existing.items():
         if contact_id not in wanted:
@@ -171,8 +206,8 @@ def _set_contacts(organization_id: uuid.UUID, deal: Deal, contacts: list[dict[st
         if link is None:
             link = DealContact(contact_id=contact_id, created_at=utcnow())
             deal.contacts.append(link)
-        link.role = item.get("role")
-        link.is_primary = bool(item.get("is_primary"))
+        link.role = item.role
+        link.is_primary = item.is_primary
 
 
 def _link(deal: Deal, conversation_id: str, channel: str | None, linked_by: str | None) -> DealConversation:
@@ -202,33 +237,33 @@ def _link(deal: Deal, conversation_id: str, channel: str | None, linked_by: str 
     return link
 
 
-def create_deal(organization_id: uuid.UUID, fields: dict[str, Any], actor: str | None = None) -> Deal:
-    """``fields``: name, pipeline_id, stage_id and optionally amount, currency, status, owner_id (a member
-    id), account_id, expected_close_date, conversation_ids, contacts (``contact_id``, ``role``,
-    ``is_primary``)."""
-    pipeline = pipeline_for_update(organization_id, fields["pipeline_id"])
-    stage = _stage_in_pipeline(organization_id, fields["stage_id"], pipeline.id)
-    check_refs(organization_id, account_id=fields.get("account_id"))
-    check_members(organization_id, {"owner_id": fields.get("owner_id")})
-    conversation_ids = list(dict.fromkeys(fields.get("conversation_ids") or []))
-    check_conversations(organization_id, conversation_ids)
-    currency = fields.get("currency") or "MXN"
+def create_deal(organization_id: uuid.UUID, draft: DealDraft, actor: str | None = None) -> Deal:
+    """A new deal in ``draft.stage_id`` of ``draft.pipeline_id``, numbered in that pipeline, with its
+    contacts and linked conversations."""
+    draft = check(draft)
+    pipeline = pipeline_for_update(organization_id, draft.pipeline_id, param="pipeline_id")
+    stage = _stage_in_pipeline(organization_id, draft.stage_id, pipeline.id)
+    check_refs(organization_id, account_id=draft.account_id)
+    check_members(organization_id, {"owner_id": draft.owner_id})
+    check_conversations(organization_id, draft.conversation_ids)
+    conversation_ids = list(dict.fromkeys(draft.conversation_ids))
+    currency = draft.currency
     now = utcnow()
     number = next_deal_number(pipeline)
-    status = fields.get("status") or stage.status
+    status = draft.status or stage.status
     deal = Deal(
         organization_id=organization_id,
         pipeline_id=pipeline.id,
         stage_id=stage.id,
         number=number,
         reference=f"{pipeline.key}-{number}",
-        name=fields["name"],
-        amount=round_money(fields.get("amount") or Decimal(0), currency),
+        name=draft.name,
+        amount=round_money(draft.amount or Decimal(0), currency),
         currency=currency,
         status=status,
-        owner_id=fields.get("owner_id"),
-        account_id=fields.get("account_id"),
-        expected_close_date=_date_at_midnight(fields.get("expected_close_date")),
+        owner_id=draft.owner_id,
+        account_id=draft.account_id,
+        expected_close_date=_date_at_midnight(draft.expected_close_date),
         stage_entered_at=now,
         closed_at=None if status == "open" else now,
         created_at=now,
@@ -240,7 +275,7 @@ def create_deal(organization_id: uuid.UUID, fields: dict[str, Any], actor: str |
     db.session.add(deal)
     db.session.flush()
     _open_visit(deal, stage, now)
-    _set_contacts(organization_id, deal, fields.get("contacts") or [])
+    _set_contacts(organization_id, deal, draft.contacts)
     _activity(
         deal,
         "created",
@@ -254,31 +289,42 @@ def create_deal(organization_id: uuid.UUID, fields: dict[str, Any], actor: str |
 
 
 def update_deal(
-    organization_id: uuid.UUID, deal_id: uuid.UUID, changes: dict[str, Any], actor: str | None = None
+    organization_id: uuid.UUID, deal_id: uuid.UUID, changes: DealChanges, actor: str | None = None
 ) -> Deal:
+    """Only the fields sent change (``drafts.UNSET``: not sent); a null clears where it may."""
+    changes = check(changes)
     deal = get_deal(organization_id, deal_id)
     has_items = bool(deal.line_items)
-    amount = changes.get("amount")
-    if amount is not None and has_items and round_money(amount, deal.currency) != deal.amount:
-        raise ApiError(409, "amount: the amount is the sum of the line items", param="amount")
-    if changes.get("currency") and changes["currency"] != deal.currency and has_items:
-        raise ApiError(409, "currency: the deal has line items in its currency", param="currency")
-    if changes.get("name") is not None:
-        deal.name = changes["name"]
-    if "owner_id" in changes:
-        check_members(organization_id, {"owner_id": changes["owner_id"]})
-        deal.owner_id = changes["owner_id"]
-    if "account_id" in changes:
-        check_refs(organization_id, account_id=changes["account_id"])
-        deal.account_id = changes["account_id"]
-    if "expected_close_date" in changes:
-        deal.expected_close_date = _date_at_midnight(changes["expected_close_date"])
+    if given(changes.amount) and has_items and round_money(changes.amount, deal.currency) != deal.amount:
+        raise Refusal(
+            409,
+            "amount: the amount is the sum of the line items",
+            code="amount_from_line_items",
+            param="amount",
+        )
+    if given(changes.currency) and changes.currency != deal.currency and has_items:
+        raise Refusal(
+            409,
+            "currency: the deal has line items in its currency",
+            code="currency_locked_by_line_items",
+            param="currency",
+        )
+    if given(changes.name):
+        deal.name = changes.name
+    if sent(changes.owner_id):
+        check_members(organization_id, {"owner_id": changes.owner_id})
+        deal.owner_id = changes.owner_id
+    if sent(changes.account_id):
+        check_refs(organization_id, account_id=changes.account_id)
+        deal.account_id = changes.account_id
+    if sent(changes.expected_close_date):
+        deal.expected_close_date = _date_at_midnight(changes.expected_close_date)
     old_amount, old_currency = deal.amount, deal.currency
-    if changes.get("currency"):
-        deal.currency = changes["currency"]
+    if given(changes.currency):
+        deal.currency = changes.currency
         deal.amount = round_money(deal.amount, deal.currency)
-    if changes.get("amount") is not None and not has_items:
-        deal.amount = round_money(changes["amount"], deal.currency)
+    if given(changes.amount) and not has_items:
+        deal.amount = round_money(changes.amount, deal.currency)
     if (deal.amount, deal.currency) != (old_amount, old_currency):
         _activity(
             deal,
@@ -292,11 +338,12 @@ def update_deal(
             },
             actor=actor,
         )
-    if changes.get("contacts") is not None:
-        _set_contacts(organization_id, deal, changes["contacts"])
-    pipeline_id, stage_id = changes.get("pipeline_id"), changes.get("stage_id")
+    if given(changes.contacts):
+        _set_contacts(organization_id, deal, changes.contacts)
+    pipeline_id = changes.pipeline_id if given(changes.pipeline_id) else None
+    stage_id = changes.stage_id if given(changes.stage_id) else None
     if pipeline_id is not None and pipeline_id != deal.pipeline_id:
-        pipeline = get_for_org(Pipeline, pipeline_id, organization_id, "Pipeline")
+        pipeline = get_ref(Pipeline, pipeline_id, organization_id, "Pipeline", "pipeline_id")
         if stage_id is not None:
             stage = _stage_in_pipeline(organization_id, stage_id, pipeline.id)
         else:
@@ -304,7 +351,12 @@ def update_deal(
                 select(Stage).where(Stage.pipeline_id == pipeline.id).order_by(Stage.stage_order).limit(1)
             ).first()
             if stage is None:
-                raise ApiError(400, "pipeline_id: the pipeline has no stages", param="pipeline_id")
+                raise Refusal(
+                    400,
+                    "pipeline_id: the pipeline has no stages",
+                    code="pipeline_without_stages",
+                    param="pipeline_id",
+                )
         # Like an issue moved between projects: the deal takes the next number of its new pipeline, so
         # <KEY>-<n> stays unique per pipeline and always names the pipeline the deal is in.
         number = next_deal_number(pipeline)
@@ -318,16 +370,25 @@ def update_deal(
         move_deal(deal, stage, actor=actor)
     elif stage_id is not None:
         move_deal(deal, _stage_in_pipeline(organization_id, stage_id, deal.pipeline_id), actor=actor)
-    if changes.get("status") is not None:
-        _set_status(deal, changes["status"], actor)
+    if given(changes.status):
+        _set_status(deal, changes.status, actor)
     deal.updated_at = utcnow()
     publish("deal.updated", organization_id, _event_data(deal, "updated"))
     return get_deal(organization_id, deal.id)
 
 
+# The rules of the verbs that take plain values.
+_STAGE_ID = Rule[uuid.UUID](uuid.UUID)
+_CONVERSATION_ID = Rule[str](ConversationId)
+_LINK_CHANNEL = Rule[str | None](LinkChannel | None)
+_MEMBER_ID = Rule[str | None](MemberId | None)
+_NOTE = Rule[str](NoteText)
+
+
 def change_stage(
     organization_id: uuid.UUID, deal_id: uuid.UUID, stage_id: uuid.UUID, actor: str | None = None
 ) -> Deal:
+    stage_id = _STAGE_ID.check(stage_id, "stage_id")
     deal = get_deal(organization_id, deal_id)
     stage = _stage_in_pipeline(organization_id, stage_id, deal.pipeline_id)
     if move_deal(deal, stage, actor=actor):
@@ -349,31 +410,33 @@ DEAL_TEXT = text_index("crm_deals", "name")
 
 @dataclass(frozen=True)
 class DealFilters:
-    """What a deal list is narrowed and ordered by (every field optional)."""
+    """What a deal list is narrowed and ordered by (every field optional). The API's query model is
+    generated from these fields (``schemas.DealListQuery``)."""
 
-    limit: int = 100
-    offset: int = 0
-    search: str | None = None
+    limit: Limit = 100
+    offset: Offset = 0
+    search: Search | None = None
     pipeline_id: uuid.UUID | None = None
     stage_id: uuid.UUID | None = None
-    owner_id: str | None = None
-    status: str | None = None
+    owner_id: MemberId | None = None
+    status: DealStatus | None = None
     account_id: uuid.UUID | None = None
     product_id: uuid.UUID | None = None
-    amount_min: Decimal | None = None
-    amount_max: Decimal | None = None
+    amount_min: Amount | None = None
+    amount_max: Amount | None = None
     unassigned: bool | None = None
-    currency: str | None = None
+    currency: CurrencyIn | None = None
     expected_close_before: date | None = None
     expected_close_after: date | None = None
     created_after: date | None = None
     created_before: date | None = None
-    sort_by: str = "created_at"
-    sort_dir: str = "desc"
-    timezone: str | None = None
+    sort_by: DealSort = "created_at"
+    sort_dir: SortDirection = "desc"
+    timezone: Timezone = None
 
 
 def list_deals(organization_id: uuid.UUID, query: DealFilters) -> Page[Deal]:
+    query = check(query)
     conditions = [Deal.organization_id == organization_id, Deal.deleted_at.is_(None)]
     if query.search:
         conditions.append(contains(DEAL_TEXT, Deal, query.search))
@@ -449,7 +512,13 @@ def _recalculate(deal: Deal, actor: str | None) -> None:
 
 def _check_currency(deal: Deal, currency: str | None) -> str:
     if currency is not None and currency != deal.currency:
-        raise ApiError(400, f"currency: must be the deal's currency ({deal.currency})", param="currency")
+        raise Refusal(
+            400,
+            f"currency: must be the deal's currency ({deal.currency})",
+            code="currency_not_deal_currency",
+            param="currency",
+            detail={"currency": deal.currency},
+        )
     return deal.currency
 
 
@@ -457,30 +526,31 @@ def _get_item(deal: Deal, item_id: uuid.UUID) -> DealLineItem:
     for item in deal.line_items:
         if item.id == item_id:
             return item
-    raise not_found("Line item")
+    raise missing("Line item")
 
 
 def add_line_item(
-    organization_id: uuid.UUID, deal_id: uuid.UUID, fields: dict[str, Any], actor: str | None = None
+    organization_id: uuid.UUID, deal_id: uuid.UUID, draft: LineItemDraft, actor: str | None = None
 ) -> DealLineItem:
+    draft = check(draft)
     deal = get_deal(organization_id, deal_id)
-    currency = _check_currency(deal, fields.get("currency"))
-    check_product_id(organization_id, fields.get("product_id"))
-    quantity, unit_price = fields["quantity"], round_price(fields["unit_price"])
-    discount = round_money(fields.get("discount") or Decimal(0), currency)
+    currency = _check_currency(deal, draft.currency)
+    check_product_id(organization_id, draft.product_id)
+    quantity, unit_price = draft.quantity, round_price(draft.unit_price)
+    discount = round_money(draft.discount, currency)
     now = utcnow()
     item = DealLineItem(
         organization_id=organization_id,
         deal_id=deal.id,
-        product_id=fields.get("product_id"),
-        name=fields["name"],
+        product_id=draft.product_id,
+        name=draft.name,
         quantity=quantity,
         unit_price=unit_price,
         discount=discount,
         total=line_item_total(quantity, unit_price, discount, currency),
         currency=currency,
-        sku=fields.get("sku"),
-        notes=fields.get("notes"),
+        sku=draft.sku,
+        notes=draft.notes,
         created_at=now,
         updated_at=now,
     )
@@ -494,23 +564,28 @@ def update_line_item(
     organization_id: uuid.UUID,
     deal_id: uuid.UUID,
     item_id: uuid.UUID,
-    changes: dict[str, Any],
+    changes: LineItemChanges,
     actor: str | None = None,
 ) -> DealLineItem:
+    changes = check(changes)
     deal = get_deal(organization_id, deal_id)
     item = _get_item(deal, item_id)
-    _check_currency(deal, changes.get("currency"))
-    check_product_id(organization_id, changes.get("product_id"))
-    for name in ("name", "quantity"):
-        if changes.get(name) is not None:
-            setattr(item, name, changes[name])
-    if changes.get("unit_price") is not None:
-        item.unit_price = round_price(changes["unit_price"])
-    if changes.get("discount") is not None:
-        item.discount = round_money(changes["discount"], item.currency)
-    for name in ("product_id", "sku", "notes"):
-        if name in changes:
-            setattr(item, name, changes[name])
+    _check_currency(deal, changes.currency if given(changes.currency) else None)
+    check_product_id(organization_id, changes.product_id if given(changes.product_id) else None)
+    if given(changes.name):
+        item.name = changes.name
+    if given(changes.quantity):
+        item.quantity = changes.quantity
+    if given(changes.unit_price):
+        item.unit_price = round_price(changes.unit_price)
+    if given(changes.discount):
+        item.discount = round_money(changes.discount, item.currency)
+    if sent(changes.product_id):
+        item.product_id = changes.product_id
+    if sent(changes.sku):
+        item.sku = changes.sku
+    if sent(changes.notes):
+        item.notes = changes.notes
     item.total = line_item_total(item.quantity, item.unit_price, item.discount, item.currency)
     item.updated_at = utcnow()
     _recalculate(deal, actor)
@@ -537,20 +612,32 @@ def link_conversation(
 ) -> DealConversation:
     """404 when the conversation (or call) is not the organization's; 400 when ``linked_by`` names no
     member; 409 when it is already linked."""
+    conversation_id = _CONVERSATION_ID.check(conversation_id, "conversation_id")
+    channel = _LINK_CHANNEL.check(channel, "channel")
+    linked_by = _MEMBER_ID.check(linked_by, "linked_by")
     deal = get_deal(organization_id, deal_id)
-    check_conversations(organization_id, [conversation_id])
+    check_conversations(organization_id, [conversation_id], param="conversation_id")
     check_members(organization_id, {"linked_by": linked_by})
     if any(c.conversation_id == conversation_id for c in deal.conversations):
-        raise ApiError(409, "conversation_id: already linked to this deal", param="conversation_id")
+        raise _already_linked()
     try:
         with savepoint():
             link = _link(deal, conversation_id, channel, linked_by)
             db.session.flush()
     except IntegrityError:  # the same link created concurrently
-        raise ApiError(409, "conversation_id: already linked to this deal", param="conversation_id") from None
+        raise _already_linked() from None
     deal.updated_at = utcnow()
     publish("deal.updated", organization_id, _event_data(deal, "conversation_linked"))
     return link
+
+
+def _already_linked() -> Refusal:
+    return Refusal(
+        409,
+        "conversation_id: already linked to this deal",
+        code="conversation_already_linked",
+        param="conversation_id",
+    )
 
 
 def unlink_conversation(
@@ -559,7 +646,7 @@ def unlink_conversation(
     deal = get_deal(organization_id, deal_id)
     link = next((c for c in deal.conversations if c.id == link_id), None)
     if link is None:
-        raise not_found("Conversation link")
+        raise missing("Conversation link")
     deal.conversations.remove(link)
     _activity(
         deal,
@@ -586,6 +673,7 @@ def list_activities(organization_id: uuid.UUID, deal_id: uuid.UUID) -> list[Deal
 
 
 def add_note(organization_id: uuid.UUID, deal_id: uuid.UUID, body: str, author: str | None) -> DealActivity:
+    body = _NOTE.check(body, "body")
     deal = get_deal(organization_id, deal_id)
     note = DealActivity(
         organization_id=organization_id,
@@ -662,18 +750,26 @@ def delete_stage(organization_id: uuid.UUID, stage_id: uuid.UUID, move_to: uuid.
     stage = get_stage(organization_id, stage_id)
     stages = ordered_stages(stage.pipeline_id)
     if len(stages) == 1:
-        raise ApiError(409, "A pipeline keeps at least one stage")
+        raise Refusal(409, "A pipeline keeps at least one stage", code="stage_last_of_pipeline")
     target: Stage | None = None
     if move_to is not None:
-        target = get_stage(organization_id, move_to)
+        target = get_stage(organization_id, move_to, param="move_to_stage_id")
         if target.pipeline_id != stage.pipeline_id or target.id == stage.id:
-            raise ApiError(
-                400, "move_to_stage_id: must be another stage of the same pipeline", param="move_to_stage_id"
+            raise Refusal(
+                400,
+                "move_to_stage_id: must be another stage of the same pipeline",
+                code="stage_move_target_invalid",
+                param="move_to_stage_id",
             )
     deals = list(db.session.scalars(select(Deal).where(Deal.stage_id == stage.id)))
     live = [d for d in deals if d.deleted_at is None]
     if live and target is None:
-        raise ApiError(409, f"The stage has {len(live)} deal(s); pass move_to_stage_id to move them")
+        raise Refusal(
+            409,
+            f"The stage has {len(live)} deal(s); pass move_to_stage_id to move them",
+            code="stage_has_deals",
+            param="move_to_stage_id",
+        )
     fallback = target or next(s for s in stages if s.id != stage.id)
     for deal in deals:
         if deal.deleted_at is None:

@@ -12,11 +12,12 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import selectinload
 
 from blueprints.audit import services as audit_log
+from blueprints.crm.drafts import PipelineChanges, PipelineDraft, StageChanges, StageDraft, check, given, sent
 from blueprints.crm.models import CrmSettings, Deal, DealStageVisit, ExchangeRate, Pipeline, Stage
 from blueprints.crm.money import CURRENCIES, Conversion, find_conversion, round_money
+from blueprints.crm.rules import CurrencyIn, Rate, Refusal, Rule, TicketPrefix, missing
 from blueprints.crm.services.common import ensure_settings, insert_ignore, read_settings, savepoint
 from core.db import db, utcnow
-from core.errors import ApiError, not_found
 from core.tenancy import find_for_org
 
 DEFAULT_PIPELINE_NAME = "General"
@@ -149,16 +150,19 @@ def get_pipeline(organization_id: uuid.UUID, pipeline_id: uuid.UUID) -> Pipeline
     """For reads: the default pipeline may be the transient one (see :func:`list_pipelines`)."""
     pipeline = find_pipeline(organization_id, pipeline_id)
     if pipeline is None:
-        raise not_found("Pipeline")
+        raise missing("Pipeline")
     return pipeline
 
 
-def pipeline_for_update(organization_id: uuid.UUID, pipeline_id: uuid.UUID) -> Pipeline:
-    """For writes: the persisted pipeline (the default one is persisted first when it is named)."""
+def pipeline_for_update(
+    organization_id: uuid.UUID, pipeline_id: uuid.UUID, param: str | None = None
+) -> Pipeline:
+    """For writes: the persisted pipeline (the default one is persisted first when it is named); 404
+    naming ``param`` when the id came in a field (a deal's ``pipeline_id``)."""
     ensure_default_pipeline(organization_id)
     pipeline = db.session.scalars(_pipelines_query(organization_id).where(Pipeline.id == pipeline_id)).first()
     if pipeline is None:
-        raise not_found("Pipeline")
+        raise missing("Pipeline", param)
     return pipeline
 
 
@@ -193,19 +197,26 @@ def _make_default(organization_id: uuid.UUID, pipeline_id: uuid.UUID) -> None:
     )
 
 
-def create_pipeline(organization_id: uuid.UUID, name: str, key: str, is_default: bool | None) -> Pipeline:
+def _key_taken_refusal(key: str) -> Refusal:
+    return Refusal(
+        409, f"key: a pipeline with key {key} already exists", code="pipeline_key_taken", param="key"
+    )
+
+
+def create_pipeline(organization_id: uuid.UUID, draft: PipelineDraft) -> Pipeline:
     """A new pipeline without stages. An organization that had none gets ``General`` (VNT) first, the
     default pipeline every read showed it; the new one is the default only when asked."""
+    draft = check(draft)
     ensure_default_pipeline(organization_id)
-    if _key_taken(organization_id, key):
-        raise ApiError(409, f"key: a pipeline with key {key} already exists", param="key")
+    if _key_taken(organization_id, draft.key):
+        raise _key_taken_refusal(draft.key)
     try:
         with savepoint():
-            pipeline = _add_pipeline(organization_id, name, key, bool(is_default))
+            pipeline = _add_pipeline(organization_id, draft.name, draft.key, bool(draft.is_default))
             db.session.flush()
     except IntegrityError:  # the same key taken concurrently
-        raise ApiError(409, f"key: a pipeline with key {key} already exists", param="key") from None
-    if is_default:
+        raise _key_taken_refusal(draft.key) from None
+    if draft.is_default:
         _make_default(organization_id, pipeline.id)
     return pipeline_for_update(organization_id, pipeline.id)
 
@@ -217,25 +228,35 @@ def _has_deals(pipeline_id: uuid.UUID, *, live_only: bool) -> bool:
     return db.session.scalar(statement.limit(1)) is not None
 
 
-def update_pipeline(organization_id: uuid.UUID, pipeline_id: uuid.UUID, changes: dict[str, Any]) -> Pipeline:
+def update_pipeline(organization_id: uuid.UUID, pipeline_id: uuid.UUID, changes: PipelineChanges) -> Pipeline:
+    changes = check(changes)
     pipeline = pipeline_for_update(organization_id, pipeline_id)
-    if changes.get("name") is not None:
-        pipeline.name = changes["name"]
-    key = changes.get("key")
-    if key is not None and key != pipeline.key:
-        if _key_taken(organization_id, key, exclude=pipeline.id):
-            raise ApiError(409, f"key: a pipeline with key {key} already exists", param="key")
+    if given(changes.name):
+        pipeline.name = changes.name
+    if given(changes.key) and changes.key != pipeline.key:
+        if _key_taken(organization_id, changes.key, exclude=pipeline.id):
+            raise _key_taken_refusal(changes.key)
         # References are <KEY>-<n> and never rewritten; a new key on a pipeline with deals would leave
         # two spellings for one pipeline and could collide with a future pipeline taking the old key.
         if _has_deals(pipeline.id, live_only=False):
-            raise ApiError(409, "key: cannot change the key of a pipeline that has deals", param="key")
-        pipeline.key = key
-    if "is_default" in changes and changes["is_default"] is not None:
-        if changes["is_default"]:
+            raise Refusal(
+                409,
+                "key: cannot change the key of a pipeline that has deals",
+                code="pipeline_key_locked",
+                param="key",
+            )
+        pipeline.key = changes.key
+    if given(changes.is_default):
+        if changes.is_default:
             pipeline.is_default = True
             _make_default(organization_id, pipeline.id)
         elif pipeline.is_default:
-            raise ApiError(409, "is_default: make another pipeline the default instead", param="is_default")
+            raise Refusal(
+                409,
+                "is_default: make another pipeline the default instead",
+                code="pipeline_default_required",
+                param="is_default",
+            )
     db.session.flush()
     return pipeline
 
@@ -245,7 +266,7 @@ def delete_pipeline(organization_id: uuid.UUID, pipeline_id: uuid.UUID) -> None:
     default goes, the oldest remaining pipeline becomes the default."""
     pipeline = pipeline_for_update(organization_id, pipeline_id)
     if _has_deals(pipeline.id, live_only=True):
-        raise ApiError(409, "The pipeline has deals; move or delete them first")
+        raise Refusal(409, "The pipeline has deals; move or delete them first", code="pipeline_has_deals")
     was_default = pipeline.is_default
     db.session.execute(delete(Deal).where(Deal.pipeline_id == pipeline.id))
     db.session.delete(pipeline)
@@ -265,12 +286,13 @@ def delete_pipeline(organization_id: uuid.UUID, pipeline_id: uuid.UUID) -> None:
 # ------------------------------------------------------------------------------------------------ stages
 
 
-def get_stage(organization_id: uuid.UUID, stage_id: uuid.UUID) -> Stage:
-    """A persisted stage for a write (the default pipeline's stages are persisted first when needed)."""
+def get_stage(organization_id: uuid.UUID, stage_id: uuid.UUID, param: str | None = None) -> Stage:
+    """A persisted stage for a write (the default pipeline's stages are persisted first when needed);
+    404 naming ``param`` when the id came in a field."""
     ensure_default_pipeline(organization_id)
     stage = find_for_org(Stage, stage_id, organization_id)
     if stage is None:
-        raise not_found("Stage")
+        raise missing("Stage", param)
     return stage
 
 
@@ -293,41 +315,50 @@ def _default_probability(status: str) -> int:
     return 100 if status == "won" else 0
 
 
-def create_stage(organization_id: uuid.UUID, pipeline_id: uuid.UUID, fields: dict[str, Any]) -> Stage:
+def create_stage(organization_id: uuid.UUID, pipeline_id: uuid.UUID, draft: StageDraft) -> Stage:
+    draft = check(draft)
     pipeline = pipeline_for_update(organization_id, pipeline_id)
     stages = ordered_stages(pipeline.id)
-    status = fields.get("status") or "open"
-    probability = fields.get("probability")
     stage = Stage(
         organization_id=organization_id,
         pipeline_id=pipeline.id,
-        name=fields["name"],
+        name=draft.name,
         stage_order=0,
-        probability=_default_probability(status) if probability is None else probability,
-        status=status,
-        rotting_days=fields.get("rotting_days"),
+        probability=_default_probability(draft.status) if draft.probability is None else draft.probability,
+        status=draft.status,
+        rotting_days=draft.rotting_days,
     )
     db.session.add(stage)
     # An order past the end appends; the others shift so orders stay 0..n-1.
-    stages.insert(min(fields["stage_order"], len(stages)), stage)
+    stages.insert(min(draft.stage_order, len(stages)), stage)
     renumber(stages)
     db.session.flush()
     return stage
 
 
-def update_stage(organization_id: uuid.UUID, stage_id: uuid.UUID, changes: dict[str, Any]) -> Stage:
+def update_stage(organization_id: uuid.UUID, stage_id: uuid.UUID, changes: StageChanges) -> Stage:
+    changes = check(changes)
     stage = get_stage(organization_id, stage_id)
-    for name in ("name", "probability", "status"):
-        if changes.get(name) is not None:
-            setattr(stage, name, changes[name])
-    if "rotting_days" in changes:
-        stage.rotting_days = changes["rotting_days"]
-    if changes.get("stage_order") is not None:
+    if given(changes.name):
+        stage.name = changes.name
+    if given(changes.probability):
+        stage.probability = changes.probability
+    if given(changes.status):
+        stage.status = changes.status
+    if sent(changes.rotting_days):
+        stage.rotting_days = changes.rotting_days
+    if given(changes.stage_order):
         stages = [s for s in ordered_stages(stage.pipeline_id) if s.id != stage.id]
-        stages.insert(min(changes["stage_order"], len(stages)), stage)
+        stages.insert(min(changes.stage_order, len(stages)), stage)
         renumber(stages)
     db.session.flush()
     return stage
+
+
+# The rules of the verbs below, which take plain values.
+_CURRENCY = Rule[str](CurrencyIn)
+_RATE = Rule[Decimal](Rate)
+_TICKET_PREFIX = Rule[str | None](TicketPrefix | None)
 
 
 # ---------------------------------------------------------------------------------------------- currency
@@ -339,6 +370,7 @@ def get_settings(organization_id: uuid.UUID) -> CrmSettings:
 
 
 def update_settings(organization_id: uuid.UUID, ticket_prefix: str | None = None) -> CrmSettings:
+    ticket_prefix = _TICKET_PREFIX.check(ticket_prefix, "ticket_prefix")
     settings = ensure_settings(organization_id)
     if ticket_prefix:
         # Existing tickets keep their reference; new tickets use the new prefix.
@@ -358,6 +390,7 @@ def list_rates(organization_id: uuid.UUID) -> list[ExchangeRate]:
 
 
 def set_base_currency(organization_id: uuid.UUID, currency: str) -> CrmSettings:
+    currency = _CURRENCY.check(currency, "base_currency")
     settings = ensure_settings(organization_id)
     settings.base_currency = currency
     db.session.flush()
@@ -365,8 +398,13 @@ def set_base_currency(organization_id: uuid.UUID, currency: str) -> CrmSettings:
 
 
 def upsert_rate(organization_id: uuid.UUID, source: str, target: str, rate: Decimal) -> ExchangeRate:
+    source = _CURRENCY.check(source, "from_currency")
+    target = _CURRENCY.check(target, "to_currency")
+    rate = _RATE.check(rate, "rate")
     if source == target:
-        raise ApiError(400, "to_currency: must differ from from_currency", param="to_currency")
+        raise Refusal(
+            400, "to_currency: must differ from from_currency", code="rate_same_currency", param="to_currency"
+        )
     for _attempt in range(2):
         existing = db.session.scalars(
             select(ExchangeRate).where(
@@ -389,7 +427,7 @@ def upsert_rate(organization_id: uuid.UUID, source: str, target: str, rate: Deci
             return created
         except IntegrityError:  # a concurrent upsert of the same pair won the insert: update theirs
             continue
-    raise ApiError(409, "The exchange rate is being changed concurrently; try again")
+    raise Refusal(409, "The exchange rate is being changed concurrently; try again", code="rate_busy")
 
 
 def delete_rate(organization_id: uuid.UUID, source: str, target: str) -> None:
@@ -401,7 +439,7 @@ def delete_rate(organization_id: uuid.UUID, source: str, target: str) -> None:
         )
     )
     if not result.rowcount:  # type: ignore[attr-defined]
-        raise not_found("Exchange rate")
+        raise missing("Exchange rate")
 
 
 @dataclass(frozen=True)

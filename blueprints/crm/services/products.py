@@ -15,33 +15,40 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
+from pydantic import Field
 from sqlalchemy import and_, case, exists, or_, select
 from sqlalchemy.exc import IntegrityError
 
 from blueprints.audit import services as audit_log
+from blueprints.crm.drafts import ProductChanges, ProductDraft, check, given, sent
 from blueprints.crm.models import DealLineItem, Product
 from blueprints.crm.money import price_str, round_price
-from blueprints.crm.services.common import savepoint
+from blueprints.crm.rules import Limit, Offset, Refusal, Search
+from blueprints.crm.services.common import get_ref, savepoint
 from core.db import db, utcnow
-from core.errors import ApiError
 from core.events import publish
 from core.pagination import Page, paginate
-from core.tenancy import get_for_org, missing_ids
+from core.tenancy import missing_ids
 from core.text import LIKE_ESCAPE, contains_pattern
 
 SEARCHED = ("name", "sku", "description")
 MAX_QUERY_WORDS = 8  # a sentence pasted by a model is cut to its first words, not refused
 EDITABLE = ("sku", "name", "description", "currency", "url", "image_url", "active")
+# Fields a PATCH may leave out but not clear.
+NOT_NULL = ("name", "price", "currency", "active")
 
 
 @dataclass(frozen=True)
 class ProductFilters:
-    q: str | None = None
+    """The catalogue list's filters; the API's query model is generated from them (``limit`` and
+    ``offset`` come first there, as in every list)."""
+
+    q: Annotated[Search | None, Field(description="words found in the name, SKU or description")] = None
     active: bool | None = None
-    limit: int = 100
-    offset: int = 0
+    limit: Limit = 100
+    offset: Offset = 0
 
 
 def _event(product: Product, change: str) -> None:
@@ -77,10 +84,11 @@ def _matches(query: str) -> Any:
 
 def get_product(organization_id: uuid.UUID, product_id: uuid.UUID | str) -> Product:
     """The organization's product, or 404 ``No Product found`` (another organization's too)."""
-    return get_for_org(Product, product_id, organization_id, "Product")
+    return get_ref(Product, product_id, organization_id, "Product")
 
 
 def list_products(organization_id: uuid.UUID, filters: ProductFilters) -> Page[Product]:
+    filters = check(filters)
     statement = select(Product).where(Product.organization_id == organization_id)
     if filters.active is not None:
         statement = statement.where(Product.active.is_(filters.active))
@@ -111,13 +119,18 @@ def unknown_product_ids(organization_id: uuid.UUID, product_ids: list[uuid.UUID]
 def check_product_id(organization_id: uuid.UUID, product_id: uuid.UUID | None) -> None:
     """400 naming ``product_id`` when it names no product of the organization (None is fine)."""
     if product_id is not None and unknown_product_ids(organization_id, [product_id]):
-        raise ApiError(
-            400, f"product_id: no product of the organization has the id {product_id}", param="product_id"
+        raise Refusal(
+            400,
+            f"product_id: no product of the organization has the id {product_id}",
+            code="product_unknown",
+            param="product_id",
         )
 
 
-def _sku_conflict() -> ApiError:
-    return ApiError(409, "sku: another product of the organization has this SKU", param="sku")
+def _sku_conflict() -> Refusal:
+    return Refusal(
+        409, "sku: another product of the organization has this SKU", code="sku_taken", param="sku"
+    )
 
 
 def _store(product: Product) -> None:
@@ -128,21 +141,21 @@ def _store(product: Product) -> None:
         raise _sku_conflict() from None
 
 
-def create_product(organization_id: uuid.UUID, fields: dict[str, Any]) -> Product:
-    """``fields``: name, price and optionally sku, description, currency (default MXN), url, image_url,
-    active (default true)."""
+def create_product(organization_id: uuid.UUID, draft: ProductDraft) -> Product:
+    """A product of the catalogue; a SKU another product of the organization has is 409."""
+    draft = check(draft)
     now = utcnow()
     product = Product(
         id=uuid.uuid4(),
         organization_id=organization_id,
-        sku=fields.get("sku") or None,
-        name=fields["name"],
-        description=fields.get("description"),
-        price=round_price(fields["price"]),
-        currency=fields.get("currency") or "MXN",
-        url=fields.get("url"),
-        image_url=fields.get("image_url"),
-        active=True if fields.get("active") is None else bool(fields["active"]),
+        sku=draft.sku or None,
+        name=draft.name,
+        description=draft.description,
+        price=round_price(draft.price),
+        currency=draft.currency,
+        url=draft.url,
+        image_url=draft.image_url,
+        active=draft.active,
         created_at=now,
         updated_at=now,
     )
@@ -151,17 +164,18 @@ def create_product(organization_id: uuid.UUID, fields: dict[str, Any]) -> Produc
     return product
 
 
-def update_product(organization_id: uuid.UUID, product_id: uuid.UUID, changes: dict[str, Any]) -> Product:
+def update_product(organization_id: uuid.UUID, product_id: uuid.UUID, changes: ProductChanges) -> Product:
     """Only the fields sent change; ``name``, ``price``, ``currency`` and ``active`` cannot be cleared."""
+    changes = check(changes)
     product = get_product(organization_id, product_id)
-    for name in ("name", "price", "currency", "active"):
-        if name in changes and changes[name] is None:
-            raise ApiError(400, f"{name}: cannot be null", param=name)
-    if "price" in changes:
-        product.price = round_price(changes["price"])
+    for name in NOT_NULL:
+        if getattr(changes, name) is None:
+            raise Refusal(400, f"{name}: cannot be null", code="value_null", param=name)
+    if given(changes.price):
+        product.price = round_price(changes.price)
     for name in EDITABLE:
-        if name in changes:
-            value = changes[name]
+        value = getattr(changes, name)
+        if sent(value):
             setattr(product, name, (value or None) if name == "sku" else value)
     product.updated_at = utcnow()
     _store(product)

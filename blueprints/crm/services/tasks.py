@@ -5,18 +5,27 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import date, datetime
-from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import selectinload
 
 from blueprints.audit import services as audit_log
+from blueprints.crm.drafts import TaskChanges, TaskDraft, check, given, sent
 from blueprints.crm.models import CrmTask, Deal, Ticket
-from blueprints.crm.services.common import check_members, check_refs, local_range
+from blueprints.crm.rules import (
+    Limit,
+    MemberId,
+    Offset,
+    Search,
+    TaskPriority,
+    TaskStatus,
+    TaskType,
+    Timezone,
+    missing,
+)
+from blueprints.crm.services.common import check_members, check_refs, get_ref, local_range
 from core.db import db, utcnow
-from core.errors import not_found
 from core.pagination import Page, paginate
-from core.tenancy import get_for_org
 from core.textsearch import contains, text_index
 from core.timeutil import as_utc
 
@@ -42,40 +51,56 @@ def get_task(organization_id: uuid.UUID, task_id: uuid.UUID) -> CrmTask:
         .execution_options(populate_existing=True)
     ).first()
     if task is None:
-        raise not_found("Task")
+        raise missing("Task")
     return task
 
 
-def _check_links(organization_id: uuid.UUID, fields: dict[str, Any]) -> None:
-    if fields.get("deal_id") is not None:
-        deal = get_for_org(Deal, fields["deal_id"], organization_id, "Deal")
+def _check_links(
+    organization_id: uuid.UUID,
+    *,
+    deal_id: uuid.UUID | None,
+    ticket_id: uuid.UUID | None,
+    contact_id: uuid.UUID | None,
+    account_id: uuid.UUID | None,
+    owner_id: str | None,
+) -> None:
+    if deal_id is not None:
+        deal = get_ref(Deal, deal_id, organization_id, "Deal", "deal_id")
         if deal.deleted_at is not None:
-            raise not_found("Deal")
-    if fields.get("ticket_id") is not None:
-        get_for_org(Ticket, fields["ticket_id"], organization_id, "Ticket")
-    check_refs(organization_id, contact_id=fields.get("contact_id"), account_id=fields.get("account_id"))
-    check_members(organization_id, {"owner_id": fields.get("owner_id")})
+            raise missing("Deal", "deal_id")
+    if ticket_id is not None:
+        get_ref(Ticket, ticket_id, organization_id, "Ticket", "ticket_id")
+    check_refs(organization_id, contact_id=contact_id, account_id=account_id)
+    check_members(organization_id, {"owner_id": owner_id})
 
 
-LINKS = ("owner_id", "deal_id", "ticket_id", "contact_id", "account_id")
-
-
-def create_task(organization_id: uuid.UUID, fields: dict[str, Any]) -> CrmTask:
-    """``fields``: title and optionally type, priority, due_date, owner_id (a member id), deal_id,
-    ticket_id, contact_id, account_id, notes."""
-    _check_links(organization_id, fields)
+def create_task(organization_id: uuid.UUID, draft: TaskDraft) -> CrmTask:
+    """A pending task, linked to any of a deal, a ticket, a contact and an account of the organization."""
+    draft = check(draft)
+    _check_links(
+        organization_id,
+        deal_id=draft.deal_id,
+        ticket_id=draft.ticket_id,
+        contact_id=draft.contact_id,
+        account_id=draft.account_id,
+        owner_id=draft.owner_id,
+    )
     now = utcnow()
     task = CrmTask(
         organization_id=organization_id,
-        title=fields["title"],
-        type=fields.get("type") or "to_do",
+        title=draft.title,
+        type=draft.type,
         status="pending",
-        priority=fields.get("priority") or "normal",
-        due_date=_utc(fields.get("due_date")),
-        notes=fields.get("notes"),
+        priority=draft.priority,
+        due_date=_utc(draft.due_date),
+        notes=draft.notes,
         created_at=now,
         updated_at=now,
-        **{name: fields.get(name) for name in LINKS},
+        owner_id=draft.owner_id,
+        deal_id=draft.deal_id,
+        ticket_id=draft.ticket_id,
+        contact_id=draft.contact_id,
+        account_id=draft.account_id,
     )
     db.session.add(task)
     db.session.flush()
@@ -89,20 +114,39 @@ def _set_status(task: CrmTask, status: str) -> None:
     task.completed_at = utcnow() if status == "completed" else None
 
 
-def update_task(organization_id: uuid.UUID, task_id: uuid.UUID, changes: dict[str, Any]) -> CrmTask:
-    """Only the fields sent change; a field sent as null is cleared (where it may be null)."""
+# The fields that link a task (a null unlinks).
+LINKS = ("owner_id", "deal_id", "ticket_id", "contact_id", "account_id")
+
+
+def update_task(organization_id: uuid.UUID, task_id: uuid.UUID, changes: TaskChanges) -> CrmTask:
+    """Only the fields sent change (``drafts.UNSET``: not sent); a field sent as null is cleared (where
+    it may be null)."""
+    changes = check(changes)
     task = get_task(organization_id, task_id)
-    _check_links(organization_id, changes)
-    for name in ("title", "type", "priority"):
-        if changes.get(name) is not None:
-            setattr(task, name, changes[name])
-    for name in (*LINKS, "notes"):
-        if name in changes:
-            setattr(task, name, changes[name])
-    if "due_date" in changes:
-        task.due_date = _utc(changes["due_date"])
-    if changes.get("status") is not None:
-        _set_status(task, changes["status"])
+    _check_links(
+        organization_id,
+        deal_id=changes.deal_id if given(changes.deal_id) else None,
+        ticket_id=changes.ticket_id if given(changes.ticket_id) else None,
+        contact_id=changes.contact_id if given(changes.contact_id) else None,
+        account_id=changes.account_id if given(changes.account_id) else None,
+        owner_id=changes.owner_id if given(changes.owner_id) else None,
+    )
+    if given(changes.title):
+        task.title = changes.title
+    if given(changes.type):
+        task.type = changes.type
+    if given(changes.priority):
+        task.priority = changes.priority
+    for name in LINKS:
+        value = getattr(changes, name)
+        if sent(value):
+            setattr(task, name, value)
+    if sent(changes.notes):
+        task.notes = changes.notes
+    if sent(changes.due_date):
+        task.due_date = _utc(changes.due_date)
+    if given(changes.status):
+        _set_status(task, changes.status)
     task.updated_at = utcnow()
     return get_task(organization_id, task.id)
 
@@ -128,15 +172,16 @@ TASK_TEXT = text_index("crm_tasks", "title")
 
 @dataclass(frozen=True)
 class TaskFilters:
-    """What a task list is narrowed by (every field optional)."""
+    """What a task list is narrowed by (every field optional). The API's query model is generated from
+    these fields (``schemas.TaskListQuery``)."""
 
-    limit: int = 20
-    offset: int = 0
-    owner_id: str | None = None
-    status: str | None = None
+    limit: Limit = 20  # tasks default to 20 (spec); the other lists 100
+    offset: Offset = 0
+    owner_id: MemberId | None = None
+    status: TaskStatus | None = None
     is_completed: bool | None = None
-    type: str | None = None
-    priority: str | None = None
+    type: TaskType | None = None
+    priority: TaskPriority | None = None
     deal_id: uuid.UUID | None = None
     ticket_id: uuid.UUID | None = None
     contact_id: uuid.UUID | None = None
@@ -144,11 +189,12 @@ class TaskFilters:
     due_before: date | None = None
     due_after: date | None = None
     overdue: bool | None = None
-    search: str | None = None
-    timezone: str | None = None
+    search: Search | None = None
+    timezone: Timezone = None
 
 
 def list_tasks(organization_id: uuid.UUID, query: TaskFilters) -> Page[CrmTask]:
+    query = check(query)
     conditions = [CrmTask.organization_id == organization_id, CrmTask.deleted_at.is_(None)]
     for name in (
         "owner_id",

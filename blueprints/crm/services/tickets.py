@@ -14,19 +14,30 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import joinedload, selectinload
 
 from blueprints.audit import services as audit_log
+from blueprints.crm.drafts import NamedChanges, NamedDraft, TicketChanges, TicketDraft, check, given, sent
 from blueprints.crm.models import CrmProject, Ticket, TicketConversation, TicketStateChange, TicketType
+from blueprints.crm.rules import (
+    Limit,
+    MemberId,
+    Offset,
+    Rule,
+    Search,
+    TicketPriority,
+    TicketState,
+    Timezone,
+    missing,
+)
 from blueprints.crm.services.common import (
     check_conversations,
     check_members,
     check_refs,
+    get_ref,
     local_range,
     next_ticket_number,
 )
 from core.db import db, utcnow
-from core.errors import not_found
 from core.events import publish
 from core.pagination import Page, paginate
-from core.tenancy import get_for_org
 from core.textsearch import contains, text_index
 
 TICKET_LOAD = (selectinload(Ticket.conversations),)
@@ -53,7 +64,7 @@ def get_ticket(organization_id: uuid.UUID, ticket_id: uuid.UUID) -> Ticket:
         .one_or_none()
     )  # every joined row read: the links collection is complete
     if ticket is None:
-        raise not_found("Ticket")
+        raise missing("Ticket")
     return ticket
 
 
@@ -64,7 +75,7 @@ def get_ticket_by_reference(organization_id: uuid.UUID, reference: str) -> Ticke
     """``<PREFIX>-<number>``, case-insensitive. The stored reference is matched, so tickets created
     before a prefix change are still found by the reference they were given."""
     if not _REFERENCE.match(reference):
-        raise not_found("Ticket")
+        raise missing("Ticket")
     found = db.session.scalars(
         select(Ticket)
         .where(
@@ -75,7 +86,7 @@ def get_ticket_by_reference(organization_id: uuid.UUID, reference: str) -> Ticke
     ).unique()
     ticket = next(iter(found.all()), None)  # all rows read: the links collection is complete
     if ticket is None:
-        raise not_found("Ticket")
+        raise missing("Ticket")
     return ticket
 
 
@@ -124,7 +135,7 @@ def _set_assignee(ticket: Ticket, member_id: str | None, assigned_by: str | None
     ticket.assigned_at = utcnow() if member_id else None
 
 
-def _set_conversations(ticket: Ticket, conversation_ids: list[str]) -> None:
+def _set_conversations(ticket: Ticket, conversation_ids: tuple[str, ...]) -> None:
     wanted = list(dict.fromkeys(conversation_ids))
     existing = {c.conversation_id: c for c in ticket.conversations}
     for conversation_id, link in existing.items():
@@ -137,40 +148,41 @@ def _set_conversations(ticket: Ticket, conversation_ids: list[str]) -> None:
             )
 
 
-def create_ticket(organization_id: uuid.UUID, fields: dict[str, Any], actor: str | None = None) -> Ticket:
-    """``fields``: title, source and optionally priority, body_html, requester_id, assignee_member_id (a
-    member id), account_id, project_id, ticket_type_id, channel, conversation_ids."""
+def create_ticket(organization_id: uuid.UUID, draft: TicketDraft, actor: str | None = None) -> Ticket:
+    """A new ticket in state ``new``, numbered per organization, its body sanitised, linked to the
+    draft's conversations."""
+    draft = check(draft)
     check_refs(
         organization_id,
-        contact_id=fields.get("requester_id"),
-        account_id=fields.get("account_id"),
-        project_id=fields.get("project_id"),
-        ticket_type_id=fields.get("ticket_type_id"),
+        requester_id=draft.requester_id,
+        account_id=draft.account_id,
+        project_id=draft.project_id,
+        ticket_type_id=draft.ticket_type_id,
     )
-    check_members(organization_id, {"assignee_member_id": fields.get("assignee_member_id")})
-    check_conversations(organization_id, fields.get("conversation_ids") or [])
+    check_members(organization_id, {"assignee_member_id": draft.assignee_member_id})
+    check_conversations(organization_id, draft.conversation_ids)
     number, prefix = next_ticket_number(organization_id)
     now = utcnow()
     ticket = Ticket(
         organization_id=organization_id,
         number=number,
         reference=f"{prefix}-{number}",
-        title=fields["title"],
+        title=draft.title,
         state="new",
-        priority=fields.get("priority") or "normal",
-        source=fields["source"],
-        body_html=sanitize_html(fields.get("body_html")),
-        requester_id=fields.get("requester_id"),
-        account_id=fields.get("account_id"),
-        project_id=fields.get("project_id"),
-        ticket_type_id=fields.get("ticket_type_id"),
-        channel=fields.get("channel"),
+        priority=draft.priority,
+        source=draft.source,
+        body_html=sanitize_html(draft.body_html),
+        requester_id=draft.requester_id,
+        account_id=draft.account_id,
+        project_id=draft.project_id,
+        ticket_type_id=draft.ticket_type_id,
+        channel=draft.channel,
         created_at=now,
         updated_at=now,
         conversations=[],
     )
-    _set_assignee(ticket, fields.get("assignee_member_id"), None)
-    _set_conversations(ticket, fields.get("conversation_ids") or [])
+    _set_assignee(ticket, draft.assignee_member_id, None)
+    _set_conversations(ticket, draft.conversation_ids)
     db.session.add(ticket)
     db.session.flush()
     _record_state(ticket, None, actor)
@@ -179,37 +191,52 @@ def create_ticket(organization_id: uuid.UUID, fields: dict[str, Any], actor: str
 
 
 def update_ticket(
-    organization_id: uuid.UUID, ticket_id: uuid.UUID, changes: dict[str, Any], actor: str | None = None
+    organization_id: uuid.UUID, ticket_id: uuid.UUID, changes: TicketChanges, actor: str | None = None
 ) -> Ticket:
+    """Only the fields sent change (``drafts.UNSET``: not sent); a null clears where it may."""
+    changes = check(changes)
     ticket = get_ticket(organization_id, ticket_id)
     check_refs(
         organization_id,
-        contact_id=changes.get("requester_id"),
-        account_id=changes.get("account_id"),
-        project_id=changes.get("project_id"),
-        ticket_type_id=changes.get("ticket_type_id"),
+        requester_id=changes.requester_id if given(changes.requester_id) else None,
+        account_id=changes.account_id if given(changes.account_id) else None,
+        project_id=changes.project_id if given(changes.project_id) else None,
+        ticket_type_id=changes.ticket_type_id if given(changes.ticket_type_id) else None,
     )
-    if "assignee_member_id" in changes:
-        check_members(organization_id, {"assignee_member_id": changes["assignee_member_id"]})
-    if changes.get("conversation_ids") is not None:
-        check_conversations(organization_id, changes["conversation_ids"])
-    for name in ("title", "priority"):
-        if changes.get(name) is not None:
-            setattr(ticket, name, changes[name])
-    for name in ("requester_id", "account_id", "project_id", "ticket_type_id", "channel"):
-        if name in changes:
-            setattr(ticket, name, changes[name])
-    if "body_html" in changes:
-        ticket.body_html = sanitize_html(changes["body_html"])
-    if changes.get("conversation_ids") is not None:
-        _set_conversations(ticket, changes["conversation_ids"])
-    if "assignee_member_id" in changes and changes["assignee_member_id"] != ticket.assignee_member_id:
-        _set_assignee(ticket, changes["assignee_member_id"], None)
-    if changes.get("state") is not None:
-        _set_state(ticket, changes["state"], actor)
+    if sent(changes.assignee_member_id):
+        check_members(organization_id, {"assignee_member_id": changes.assignee_member_id})
+    if given(changes.conversation_ids):
+        check_conversations(organization_id, changes.conversation_ids)
+    if given(changes.title):
+        ticket.title = changes.title
+    if given(changes.priority):
+        ticket.priority = changes.priority
+    if sent(changes.requester_id):
+        ticket.requester_id = changes.requester_id
+    if sent(changes.account_id):
+        ticket.account_id = changes.account_id
+    if sent(changes.project_id):
+        ticket.project_id = changes.project_id
+    if sent(changes.ticket_type_id):
+        ticket.ticket_type_id = changes.ticket_type_id
+    if sent(changes.channel):
+        ticket.channel = changes.channel
+    if sent(changes.body_html):
+        ticket.body_html = sanitize_html(changes.body_html)
+    if given(changes.conversation_ids):
+        _set_conversations(ticket, changes.conversation_ids)
+    if sent(changes.assignee_member_id) and changes.assignee_member_id != ticket.assignee_member_id:
+        _set_assignee(ticket, changes.assignee_member_id, None)
+    if given(changes.state):
+        _set_state(ticket, changes.state, actor)
     ticket.updated_at = utcnow()
     _event(ticket, "updated")
     return get_ticket(organization_id, ticket.id)
+
+
+# The rules of the verbs below, which take plain values.
+_MEMBER_ID = Rule[str | None](MemberId | None)
+_STATE = Rule[str](TicketState)
 
 
 def assign_ticket(
@@ -219,6 +246,8 @@ def assign_ticket(
     assigned_by: str | None,
 ) -> Ticket:
     """Assign to a member (``None`` unassigns); both ids must name members of the organization."""
+    member_id = _MEMBER_ID.check(member_id, "assignee_member_id")
+    assigned_by = _MEMBER_ID.check(assigned_by, "assigned_by")
     ticket = get_ticket(organization_id, ticket_id)
     check_members(organization_id, {"assignee_member_id": member_id, "assigned_by": assigned_by})
     _set_assignee(ticket, member_id, assigned_by)
@@ -231,6 +260,7 @@ def change_state(
     organization_id: uuid.UUID, ticket_id: uuid.UUID, state: str, actor: str | None = None
 ) -> Ticket:
     """Any state may follow any other (the spec refuses none); the same state again changes nothing."""
+    state = _STATE.check(state, "state")
     ticket = get_ticket(organization_id, ticket_id)
     if _set_state(ticket, state, actor):
         ticket.updated_at = utcnow()
@@ -255,24 +285,26 @@ TICKET_TEXT = text_index("crm_tickets", "title", "reference")
 
 @dataclass(frozen=True)
 class TicketFilters:
-    """What a ticket list is narrowed by (every field optional)."""
+    """What a ticket list is narrowed by (every field optional). The API's query model is generated from
+    these fields (``schemas.TicketListQuery``)."""
 
-    limit: int = 100
-    offset: int = 0
-    state: str | None = None
-    priority: str | None = None
-    assignee_member_id: str | None = None
+    limit: Limit = 100
+    offset: Offset = 0
+    state: TicketState | None = None
+    priority: TicketPriority | None = None
+    assignee_member_id: MemberId | None = None
     unassigned: bool | None = None
     requester_id: uuid.UUID | None = None
     account_id: uuid.UUID | None = None
     project_id: uuid.UUID | None = None
-    search: str | None = None
+    search: Search | None = None
     created_after: date | None = None
     created_before: date | None = None
-    timezone: str | None = None
+    timezone: Timezone = None
 
 
 def list_tickets(organization_id: uuid.UUID, query: TicketFilters) -> Page[Ticket]:
+    query = check(query)
     conditions = [Ticket.organization_id == organization_id]
     for name in ("state", "priority", "assignee_member_id", "requester_id", "account_id", "project_id"):
         value = getattr(query, name)
@@ -312,9 +344,10 @@ def list_named(organization_id: uuid.UUID, kind: str) -> list[Any]:
     )
 
 
-def create_named(organization_id: uuid.UUID, kind: str, name: str, description: str | None) -> Any:
+def create_named(organization_id: uuid.UUID, kind: str, draft: NamedDraft) -> Any:
+    draft = check(draft)
     model, _ = NAMED[kind]
-    item = model(organization_id=organization_id, name=name, description=description)
+    item = model(organization_id=organization_id, name=draft.name, description=draft.description)
     db.session.add(item)
     db.session.flush()
     return item
@@ -322,15 +355,16 @@ def create_named(organization_id: uuid.UUID, kind: str, name: str, description: 
 
 def get_named(organization_id: uuid.UUID, kind: str, item_id: uuid.UUID) -> Any:
     model, resource = NAMED[kind]
-    return get_for_org(model, item_id, organization_id, resource)
+    return get_ref(model, item_id, organization_id, resource)
 
 
-def update_named(organization_id: uuid.UUID, kind: str, item_id: uuid.UUID, changes: dict[str, Any]) -> Any:
+def update_named(organization_id: uuid.UUID, kind: str, item_id: uuid.UUID, changes: NamedChanges) -> Any:
+    changes = check(changes)
     item = get_named(organization_id, kind, item_id)
-    if changes.get("name") is not None:
-        item.name = changes["name"]
-    if "description" in changes:
-        item.description = changes["description"]
+    if given(changes.name):
+        item.name = changes.name
+    if sent(changes.description):
+        item.description = changes.description
     db.session.flush()
     return item
 

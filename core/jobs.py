@@ -34,9 +34,11 @@ _registry: dict[str, Job] = {}
 
 
 class Job:
-    def __init__(self, fn: Callable[..., Any], retries: int, retry_delay: int) -> None:
+    def __init__(
+        self, fn: Callable[..., Any], retries: int, retry_delay: int, name: str | None = None
+    ) -> None:
         self.fn = fn
-        self.name = f"{fn.__module__}.{fn.__qualname__}"
+        self.name = name or f"{fn.__module__}.{fn.__qualname__}"
         self.retries = retries
         self.retry_delay = retry_delay
         self._task: Any = None
@@ -78,9 +80,14 @@ class Job:
         return self.fn(*args, **kwargs)
 
 
-def job(retries: int = 3, retry_delay: int = 10) -> Callable[[Callable[..., Any]], Job]:
+def job(
+    retries: int = 3, retry_delay: int = 10, name: str | None = None
+) -> Callable[[Callable[..., Any]], Job]:
+    """Declare a job. Its queue name is the function's dotted path unless ``name`` keeps an earlier one: a
+    job queued before an upgrade is found by that name, so a job that moves module keeps its old name."""
+
     def decorator(fn: Callable[..., Any]) -> Job:
-        declared = Job(fn, retries, retry_delay)
+        declared = Job(fn, retries, retry_delay, name)
         _registry[declared.name] = declared
         if _huey is not None:
             declared.bind(_huey)
@@ -92,14 +99,16 @@ def job(retries: int = 3, retry_delay: int = 10) -> Callable[[Callable[..., Any]
 _periodic: dict[str, tuple[Callable[[], Any], str]] = {}
 
 
-def periodic(minute: str = "*") -> Callable[[Callable[[], Any]], Callable[[], Any]]:
+def periodic(minute: str = "*", name: str | None = None) -> Callable[[Callable[[], Any]], Callable[[], Any]]:
     """Run ``fn()`` in every environment on a cron minute pattern (``"*"``: every minute), from whichever
-    consumer runs the queue. Useful for sweeps that repair what a dead worker left behind."""
+    consumer runs the queue. Useful for sweeps that repair what a dead worker left behind. ``name`` as
+    for :func:`job`."""
 
     def decorator(fn: Callable[[], Any]) -> Callable[[], Any]:
-        _periodic[f"{fn.__module__}.{fn.__qualname__}"] = (fn, minute)
+        task_name = name or f"{fn.__module__}.{fn.__qualname__}"
+        _periodic[task_name] = (fn, minute)
         if _huey is not None:
-            _bind_periodic(_huey, f"{fn.__module__}.{fn.__qualname__}", fn, minute)
+            _bind_periodic(_huey, task_name, fn, minute)
         return fn
 
     return decorator

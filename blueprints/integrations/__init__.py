@@ -19,6 +19,8 @@ hook, and this package plugs the owner in:
   joins only a conversation of its organization;
 - CRM <- AI: a conversation's summary written by the model when one is configured;
 - inbox <- AI: a conversation an AI agent handed over is not routed back to an agent;
+- telecom <- telecom: the event store and lifecycle webhooks answer ``common.publish``, and the
+  subscriptions activate a line whose port completed (both modules build on the ones that ask);
 - core's Socket.IO <- members, desk: who may connect (a member's JWT, a desk session), presence when a
   connection drops, and the sockets of sign-ins that ended are closed.
 
@@ -67,6 +69,10 @@ from blueprints.messaging.services import existing_conversation_ids
 from blueprints.messaging.threads import crm_contacts_for_phones, known_crm_contacts
 from blueprints.organizations.directory import TENANCY
 from blueprints.shell.realtime import authenticate_desk_socket
+from blueprints.telecom.services.common import event_published
+from blueprints.telecom.services.portings import line_ported
+from blueprints.telecom.services.subscriptions import activate_ported_line
+from blueprints.telecom.services.webhooks import record_and_fan_out
 from core import auth, realtime
 from core.events import DomainEvent, subscribe
 from core.jobs import job
@@ -153,5 +159,8 @@ def init_app(app: Flask) -> None:
     crm_contacts_for_phones.connect(_crm_contacts_for_phones)
     known_crm_contacts.connect(_known_crm_contacts)
     routing_declined.connect(ai_declines_routing)
+    # telecom: its events stored and fanned out to lifecycle webhooks; a completed port activates its line
+    event_published.connect(record_and_fan_out)
+    line_ported.connect(activate_ported_line)
     subscribe("crm.contact_identity_added", _on_identity)
     subscribe("crm.contact_identity_removed", _on_identity)

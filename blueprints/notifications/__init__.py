@@ -8,6 +8,8 @@ import os
 
 from flask import Flask
 
+from core.events import subscribe
+
 # Settings read from the environment (the app's configuration wins, as in tests).
 ENV_SETTINGS = {
     "SMTP_HOST": None,
@@ -27,10 +29,10 @@ ENV_SETTINGS = {
 
 
 def init_app(app: Flask) -> None:
-    from blueprints.notifications import jobs  # noqa: F401  (declares the jobs)
+    # Imported when the app is built, not when a module of the area is: importing
+    # blueprints.notifications.x runs this package's __init__ first (the services declare the jobs).
     from blueprints.notifications.api import api
     from blueprints.notifications.services import on_tool_called
-    from core.events import subscribe
 
     for name, default in ENV_SETTINGS.items():
         app.config.setdefault(name, os.environ.get(name) or default)

@@ -70,3 +70,10 @@ class DataEsimTopup(TimestampMixin, db.Model):
     failure_code: Mapped[str | None] = mapped_column(String(64))
     failure_message: Mapped[str | None] = mapped_column(String(300))
     completed_at: Mapped[datetime | None]
+
+
+def activation_code(esim: DataEsim) -> str | None:
+    """The LPA activation code a phone reads (``LPA:1$<SM-DP+ address>$<matching id>``), once issued."""
+    if esim.smdp_address and esim.matching_id:
+        return f"LPA:1${esim.smdp_address}${esim.matching_id}"
+    return None

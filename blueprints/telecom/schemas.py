@@ -12,6 +12,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, BeforeValidator, EmailStr, Field, ValidationInfo, field_validator
 
+from blueprints.telecom.mexico import STATES
 from blueprints.telecom.services.common import CURRENCY, pesos
 from core.environments import LIVE, current_environment
 from core.responses import ResponseModel, WireInstant, WireOptionalText
@@ -275,9 +276,7 @@ class UserAddressOut(Out):
 
     @classmethod
     def derive(cls, row: Any) -> dict[str, Any]:
-        from blueprints.telecom.services.users import state_name
-
-        return {"object": "address", "user": row.user_id, "state_name": state_name(row.state)}
+        return {"object": "address", "user": row.user_id, "state_name": STATES.get(row.state, row.state)}
 
 
 class UserAddressList(BaseModel):

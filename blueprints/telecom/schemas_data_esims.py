@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from blueprints.telecom.models_data_esims import activation_code
 from blueprints.telecom.schemas import (
     Amount,
     Instant,
@@ -88,8 +89,6 @@ class DataEsimOut(Out):
     @classmethod
     def derive(cls, view: Any) -> dict[str, Any]:
         """From a ``DataEsimView`` (row + ``as_of``) or a bare row (as last reported, e.g. in events)."""
-        from blueprints.telecom.services.data_esims import activation_code
-
         row = getattr(view, "esim", view)
         return {
             **{name: getattr(row, name) for name in cls.model_fields if hasattr(row, name)},

@@ -12,6 +12,7 @@ from sqlalchemy import Select, and_, or_
 from core import events
 from core.db import db
 from core.errors import ApiError
+from core.hooks import hook
 from core.tenancy import find_for_org
 
 T = TypeVar("T")
@@ -47,6 +48,15 @@ def invalid(param: str, problem: str, code: str = "parameter_invalid") -> ApiErr
     return ApiError(400, f"{param}: {problem}", code=code, param=param)
 
 
+# The event store and the lifecycle webhooks (services/events.py, services/webhooks.py) build on this module
+# (cursor pages, errors) and answer here: connected in blueprints/integrations.
+event_published = hook(
+    "telecom.event_published",
+    "fn(name, organization_id, obj) -> None: store the event and queue a delivery per listening endpoint, "
+    "in the caller's transaction",
+)
+
+
 def publish(name: str, organization_id: uuid.UUID, obj: dict[str, Any]) -> None:
     """Announce a change of a telecom resource (``obj`` names it: ``{"id", "object", ...}``).
 
@@ -55,11 +65,7 @@ def publish(name: str, organization_id: uuid.UUID, obj: dict[str, Any]) -> None:
     after the commit. After the commit: the domain event to Socket.IO and in-process subscribers. A
     rollback drops all of it, so nobody hears of a change that did not happen.
     """
-    # Imported here: those modules import this one (cursor pages, errors).
-    from blueprints.telecom.services import events as event_store
-    from blueprints.telecom.services import webhooks
-
-    webhooks.fan_out(event_store.record(name, organization_id, obj))
+    event_published.answers(name=name, organization_id=organization_id, obj=obj)
     events.publish(name, organization_id, obj)
 
 

@@ -25,7 +25,7 @@ import segno
 from sqlalchemy import select
 
 from blueprints.telecom.models import EsimOffer
-from blueprints.telecom.models_data_esims import DataEsim, DataEsimTopup
+from blueprints.telecom.models_data_esims import DataEsim, DataEsimTopup, activation_code
 from blueprints.telecom.services import ledger
 from blueprints.telecom.services.common import CursorPage, conflict, cursor_page, publish
 from blueprints.telecom.services.users import active_user
@@ -398,12 +398,6 @@ def list_topups(organization_id: uuid.UUID, esim_id: str) -> list[DataEsimTopup]
 
 
 # QR code -----------------------------------------------------------------------------------------------
-
-
-def activation_code(esim: DataEsim) -> str | None:
-    if esim.smdp_address and esim.matching_id:
-        return f"LPA:1${esim.smdp_address}${esim.matching_id}"
-    return None
 
 
 def qr_matrix(code: str) -> segno.QRCode:

@@ -35,6 +35,7 @@ from blueprints.telecom.services import kyc, ledger
 from blueprints.telecom.services.common import CursorPage, conflict, cursor_page, invalid, publish
 from blueprints.telecom.services.users import active_user
 from core.db import db, for_update, isoformat, utcnow
+from core.hooks import hook
 from core.jobs import job, periodic
 from core.phones import InvalidPhoneNumber, normalize_phone
 from core.tenancy import find_for_org, get_for_org
@@ -47,6 +48,13 @@ EDITABLE_FROM = ("pending", "declined")
 CANCELABLE_FROM = OPEN_STATUSES
 # Declines that mean the NIP itself is useless: it is erased and a new one is needed to try again.
 NIP_DECLINES = ("nip_invalid", "nip_expired")
+
+# A completed port whose line waits on it: the subscriptions module (which builds on this one to claim a
+# porting for a new line) activates the line and charges its order, in the same unit of work. Connected
+# in blueprints/integrations.
+line_ported = hook(
+    "telecom.line_ported", "fn(organization_id, order_id) -> None, in the caller's transaction"
+)
 
 
 @dataclass
@@ -330,10 +338,8 @@ def _settle(porting: Porting, now: datetime) -> None:
     _event("porting.completed", porting, phone_number=porting.phone_number)
     order = _line_purchase(porting)
     if order is not None:
-        from blueprints.telecom.services import subscriptions
-
         # The line activates on the ported number and its order is charged, in this unit of work.
-        subscriptions.process_order(str(porting.organization_id), order.id)
+        line_ported.answers(organization_id=str(porting.organization_id), order_id=order.id)
 
 
 def _line_purchase(porting: Porting) -> Order | None:

@@ -17,7 +17,7 @@ from sqlalchemy import func, select
 
 from blueprints.telecom.carrier import CarrierDeclined, UsageDay, carrier_for
 from blueprints.telecom.models import Order, Plan, Subscription, TopupOffer
-from blueprints.telecom.services import catalogue, kyc, ledger
+from blueprints.telecom.services import catalogue, kyc, ledger, portings
 from blueprints.telecom.services.common import CursorPage, conflict, cursor_page, invalid, publish
 from blueprints.telecom.services.users import active_user
 from core.db import db, utcnow
@@ -91,9 +91,6 @@ def _lines_of(identity_number: str) -> int:
 
 
 def create_subscription(organization_id: uuid.UUID, line: NewLine) -> tuple[Subscription, Order]:
-    # portings imports this module (a completed port activates its line through process_order)
-    from blueprints.telecom.services import portings
-
     if (line.area_code is None) == (line.porting_id is None):
         raise invalid(
             "area_code",
@@ -365,6 +362,11 @@ def _fail(subscription: Subscription, order: Order, declined: CarrierDeclined, n
         subscription.status = order.details.get("from_status", subscription.status)
 
 
+def activate_ported_line(*, organization_id: str, order_id: str) -> None:
+    """``portings.line_ported``: the port completed, so its line purchase goes ahead now."""
+    process_order(organization_id, order_id)
+
+
 @job(retries=3, retry_delay=30)
 def process_order(organization_id: str, order_id: str) -> None:
     """The carrier carries out one order; a decline fails it (hold released), other errors retry."""
@@ -374,8 +376,6 @@ def process_order(organization_id: str, order_id: str) -> None:
         return  # settled by an earlier run
     ported_number = None
     if order.type == "line_purchase" and order.details.get("porting"):
-        from blueprints.telecom.services import portings
-
         ported_number = portings.ported_number(org, order.details["porting"])
         if ported_number is None:
             return  # the line waits for its port to complete; the porting's completion runs this again

@@ -39,8 +39,9 @@ from sqlalchemy import func, select, update
 from blueprints.audit import services as audit_log
 from blueprints.telecom.models import new_id
 from blueprints.telecom.models_webhooks import TelecomEvent, WebhookDelivery, WebhookEndpoint
+from blueprints.telecom.schemas_webhooks import EventOut
 from blueprints.telecom.services import events as event_store
-from blueprints.telecom.services.common import CursorPage, conflict, cursor_page, invalid
+from blueprints.telecom.services.common import CursorPage, conflict, cursor_page, invalid, publish
 from core import outbound
 from core.db import db, isoformat
 from core.jobs import job, periodic
@@ -271,6 +272,12 @@ def _subscribed(endpoint: WebhookEndpoint, event_type: str) -> bool:
     return "*" in endpoint.enabled_events or event_type in endpoint.enabled_events
 
 
+def record_and_fan_out(*, name: str, organization_id: uuid.UUID, obj: dict[str, Any]) -> None:
+    """``common.event_published``: the event stored (``GET /v1/partner/events``), then one delivery per
+    endpoint listening to it."""
+    fan_out(event_store.record(name, organization_id, obj))
+
+
 def fan_out(event: TelecomEvent) -> list[WebhookDelivery]:
     """One delivery per enabled endpoint of the organization that listens to the event's type."""
     endpoints = db.session.scalars(
@@ -357,7 +364,6 @@ class Outcome:
 
 def payload(event: TelecomEvent) -> bytes:
     """The request body: the event exactly as ``GET /v1/partner/events/{id}`` shows it."""
-    from blueprints.telecom.schemas_webhooks import EventOut
 
     return json.dumps(EventOut.dump(event), separators=(",", ":"), ensure_ascii=False).encode()
 
@@ -471,8 +477,6 @@ def attempt(organization_id: uuid.UUID, delivery_id: str, *, manual: bool = Fals
 
 
 def _auto_disable(endpoint: WebhookEndpoint, now: datetime) -> None:
-    from blueprints.telecom.services.common import publish
-
     _disable(endpoint, "too_many_failures", now)
     db.session.flush()
     log.warning(

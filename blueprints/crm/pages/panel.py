@@ -20,33 +20,27 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, get_args
 
-from flask import Blueprint, Response, make_response, render_template, request
-from flask_babel import format_currency, format_date, format_time
+from flask import Response, make_response, render_template, request
 from flask_babel import gettext as _
 from markupsafe import escape
 
 from blueprints.crm.drafts import DealContactDraft, DealDraft, TicketDraft, parse
-from blueprints.crm.models import CrmTask, Deal, Pipeline
+from blueprints.crm.models import Pipeline
 from blueprints.crm.money import CURRENCIES
-from blueprints.crm.refusals import form_errors, message_for
+from blueprints.crm.pages.common import _labels, pages
+from blueprints.crm.refusals import form_errors
 from blueprints.crm.rules import TicketChannel
 from blueprints.crm.services import deals as deal_service
 from blueprints.crm.services import pipelines as pipeline_service
 from blueprints.crm.services import tickets as ticket_service
 from blueprints.crm.services.records import ConversationRecords, conversation_records, crm_contact
-from blueprints.desk.errors import alert, refusal_message
 from blueprints.desk.fragments import conversation_for_page as _conversation
-from blueprints.desk.security import DeskUser, protect_pages, signed_in
+from blueprints.desk.security import DeskUser, signed_in
 from blueprints.members.services.members import members_by_ids
 from blueprints.messaging.models import Conversation
 from core import uow
 from core.auth import actor as make_actor
-from core.db import utcnow
 from core.errors import ApiError
-from core.timeutil import as_utc
-
-pages = Blueprint("crm_pages", __name__, url_prefix="/crm")
-protect_pages(pages)
 
 # The ticket channels the CRM accepts, the rule's own list: an Instagram conversation is linked to its
 # ticket without a channel.
@@ -159,7 +153,7 @@ def _no_store(response: Response) -> Response:
     return response
 
 
-@pages.get("/conversation/<conversation_id>/records")
+@pages.get("/crm/conversation/<conversation_id>/records")
 def conversation_records_section(conversation_id: str) -> Response:
     """The whole section: the lists and the two forms (what the inbox panel loads)."""
     me = signed_in()
@@ -168,7 +162,7 @@ def conversation_records_section(conversation_id: str) -> Response:
     return _no_store(make_response(html))
 
 
-@pages.get("/conversation/<conversation_id>/records/lists")
+@pages.get("/crm/conversation/<conversation_id>/records/lists")
 def conversation_records_lists(conversation_id: str) -> Response:
     """Only the lists (a live refresh after a CRM event)."""
     me = signed_in()
@@ -229,7 +223,7 @@ def _refused_field(
     return _refused_form(me, conversation, form, FormState(values, errors))
 
 
-@pages.post("/conversation/<conversation_id>/tickets")
+@pages.post("/crm/conversation/<conversation_id>/tickets")
 def create_ticket(conversation_id: str) -> Response:
     me = signed_in()
     conversation = _conversation(me, conversation_id)
@@ -259,7 +253,7 @@ def create_ticket(conversation_id: str) -> Response:
     )
 
 
-@pages.post("/conversation/<conversation_id>/deals")
+@pages.post("/crm/conversation/<conversation_id>/deals")
 def create_deal(conversation_id: str) -> Response:
     me = signed_in()
     conversation = _conversation(me, conversation_id)
@@ -301,64 +295,3 @@ def _crm_contact_id(me: DeskUser, conversation: Conversation) -> uuid.UUID | Non
     requester and the deal's primary contact."""
     contact = crm_contact(me.organization_id, conversation.contact.crm_contact_id)
     return contact.id if contact is not None else None
-
-
-# ---- errors and formatting --------------------------------------------------------------------------
-
-
-@pages.errorhandler(ApiError)
-def _refused(error: ApiError) -> Response:
-    """A service's refusal that no form field explains: the desk's alert where the agent looks, worded by
-    the CRM for its code (with the rule's numbers) in the page's language, else as the desk words it;
-    nothing is kept (the alert rolls the unit of work back)."""
-    return alert(
-        message_for(error) or refusal_message(error), status=422 if error.status < 500 else error.status
-    )
-
-
-@pages.app_template_filter("crm_money")
-def crm_money(deal: Deal) -> str:
-    """A deal's amount in its currency, written the way the page's language writes money (Babel)."""
-    return format_currency(deal.amount, deal.currency)
-
-
-@pages.app_template_filter("crm_due")
-def crm_due(task: CrmTask) -> str:
-    """A task's due moment in the organization's time zone: the date, and the time when it has one."""
-    if task.due_date is None:
-        return ""
-    due = as_utc(task.due_date)
-    if (due.hour, due.minute, due.second) == (0, 0, 0):
-        # a date without a time (stored at 00:00Z): the calendar day as given, not shifted by a zone
-        return format_date(due.date(), "medium")
-    return f"{format_date(due, 'medium')} {format_time(due, 'short')}"
-
-
-@pages.app_template_test("crm_overdue")
-def crm_overdue(task: CrmTask) -> bool:
-    return task.due_date is not None and as_utc(task.due_date) < utcnow()
-
-
-def _labels() -> dict[str, dict[str, str]]:
-    return {
-        "priority": {
-            "urgent": _("Urgent"),
-            "high": _("High"),
-            "normal": _("Normal"),
-            "low": _("Low"),
-        },
-        "ticket_state": {
-            "new": _("New"),
-            "waiting_on_agent": _("Waiting on agent"),
-            "waiting_on_customer": _("Waiting on customer"),
-            "on_hold": _("On hold"),
-            "closed": _("Closed (ticket)"),
-        },
-        "task_type": {
-            "to_do": _("To do"),
-            "call": _("Call"),
-            "email": _("Email"),
-            "meeting": _("Meeting"),
-            "follow_up": _("Follow-up"),
-        },
-    }

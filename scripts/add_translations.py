@@ -34,7 +34,8 @@ def main(path: str) -> None:
             block = "\n"
             if context:
                 block += f"msgctxt {json.dumps(context, ensure_ascii=False)}\n"
-            block += f"msgid {json.dumps(msgid, ensure_ascii=False)}\nmsgstr {json.dumps(text, ensure_ascii=False)}\n"
+            block += f"msgid {json.dumps(msgid, ensure_ascii=False)}\n"
+            block += f"msgstr {json.dumps(text, ensure_ascii=False)}\n"
             blocks.append(block)
         with catalogue_path.open("a") as handle:
             handle.write("".join(blocks))

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Blueprint, Response, abort, make_response, render_template, request
+from flask_babel import lazy_gettext
 
 from blueprints.audit import services
 from blueprints.desk.fragments import vary_fragment
@@ -70,3 +71,42 @@ def more_entries() -> Response:
     return vary_fragment(
         make_response(render_template("audit/_rows.html", **_context(filters, _page(filters, cursor))))
     )
+
+
+# What each action code means, in the page's language: the code stays beside it (it is what the filter
+# and the API speak), the words are what a supervisor reads. A code without words here shows as itself.
+ACTION_LABELS = {
+    "account.deleted": lazy_gettext("Account deleted"),
+    "agent_config.updated": lazy_gettext("AI agent configuration changed"),
+    "api_key.created": lazy_gettext("API key created"),
+    "api_key.revoked": lazy_gettext("API key revoked"),
+    "canned_response.deleted": lazy_gettext("Canned reply deleted"),
+    "channel.connected": lazy_gettext("Channel connected"),
+    "contact.deleted": lazy_gettext("Messaging contact deleted"),
+    "conversation.deleted": lazy_gettext("Conversation deleted"),
+    "crm_contact.deleted": lazy_gettext("CRM contact deleted"),
+    "deal.deleted": lazy_gettext("Deal deleted"),
+    "flow.deleted": lazy_gettext("Flow deleted"),
+    "knowledge_document.deleted": lazy_gettext("Knowledge document deleted"),
+    "label.deleted": lazy_gettext("Label deleted"),
+    "member.created": lazy_gettext("Member created"),
+    "member.deleted": lazy_gettext("Member deleted"),
+    "member.updated": lazy_gettext("Member changed"),
+    "note.deleted": lazy_gettext("Note deleted"),
+    "pipeline.deleted": lazy_gettext("Pipeline deleted"),
+    "product.deleted": lazy_gettext("Product deleted"),
+    "task.deleted": lazy_gettext("Task deleted"),
+    "team.created": lazy_gettext("Team created"),
+    "team.deleted": lazy_gettext("Team deleted"),
+    "team.updated": lazy_gettext("Team changed"),
+    "telecom_user.deleted": lazy_gettext("Telecom user deleted"),
+    "telecom_webhook_endpoint.deleted": lazy_gettext("Lifecycle webhook endpoint deleted"),
+    "unavailable_reason.deleted": lazy_gettext("Unavailability reason deleted"),
+    "user.deactivated": lazy_gettext("Desk user deactivated"),
+    "user.password_changed": lazy_gettext("Desk user's password changed"),
+}
+
+
+@pages.app_template_filter("audit_action")
+def audit_action(code: str) -> str:
+    return str(ACTION_LABELS.get(code, code))

@@ -100,3 +100,21 @@ def test_empty_state_and_long_values_truncated(
         db.session.commit()
     html = supervisor.get("/audit?action=team.deleted").get_data(as_text=True)
     assert f'title="{long_actor}"' in html and f">{long_actor}<" not in html  # shortened, whole in the title
+
+
+def test_actions_read_as_words_in_the_page_language_with_their_code(
+    app: Flask, client: FlaskClient, org: Org, make_desk_user: Callable[..., Any]
+) -> None:
+    supervisor = _signed_in(app, make_desk_user(org, "supervisor"))
+    _teams(client, org, ["Soporte"])
+    english = supervisor.get("/audit").get_data(as_text=True)
+    assert "Team created" in english and "<code" in english and "team.created" in english
+    supervisor.post("/language", data={"language": "es", "csrf_token": _token(supervisor)})
+    spanish = supervisor.get("/audit").get_data(as_text=True)
+    assert "Equipo creado" in spanish and "team.created" in spanish
+
+
+def _token(client: FlaskClient) -> str:
+    found = re.search(r'name="csrf-token" content="([^"]+)"', client.get("/audit").get_data(as_text=True))
+    assert found is not None
+    return found.group(1)

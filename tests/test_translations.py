@@ -24,6 +24,11 @@ def _source_messages() -> set[str]:
 def test_catalogue_is_complete(language: str) -> None:
     with (ROOT / "translations" / language / "LC_MESSAGES" / "messages.po").open("rb") as handle:
         catalogue = read_po(handle, locale=language)
-    translated = {message.id for message in catalogue if message.id and message.string and not message.fuzzy}
+    translated = {
+        # a plural entry's id is (singular, plural) and its string one form per plural: all must be there
+        message.id[0] if isinstance(message.id, tuple) else message.id
+        for message in catalogue
+        if message.id and message.string and all(message.string) and not message.fuzzy
+    }
     missing = sorted(_source_messages() - translated)
     assert missing == [], f"untranslated in {language}: {missing}"

@@ -26,7 +26,7 @@ from sqlalchemy import select
 
 from blueprints.ai.provider import ProviderError, chat_provider
 from blueprints.crm import hooks as crm_hooks
-from blueprints.crm.hooks import ExtractiveSummarizer, Summary, read_conversation
+from blueprints.crm.hooks import ExtractiveParts, ExtractiveSummarizer, Summary, read_conversation
 from blueprints.crm.models import Deal, DealConversation
 from core.db import db
 
@@ -117,6 +117,8 @@ class PanelSummary:
     deal_reference: str | None
     deal_name: str | None
     at: datetime | None
+    # the extractive summary's parts, when it was computed now: the page writes it in its language
+    parts: ExtractiveParts | None = None
 
 
 def latest_summary(organization_id: uuid.UUID, conversation_id: str | uuid.UUID) -> PanelSummary | None:
@@ -139,4 +141,4 @@ def latest_summary(organization_id: uuid.UUID, conversation_id: str | uuid.UUID)
     computed = ExtractiveSummarizer().summarize(organization_id, str(conversation_id), None)
     if computed.method == "none":
         return None
-    return PanelSummary(computed.text, False, None, None, None)
+    return PanelSummary(computed.text, False, None, None, None, computed.parts)

@@ -40,10 +40,22 @@ NO_TRANSCRIPT = "No transcript available for this conversation."
 
 
 @dataclass(frozen=True)
+class ExtractiveParts:
+    """What the extractive summary is made of, so a page can write it in its own language (the stored
+    ``text`` is English, as the API gives it)."""
+
+    messages: int
+    from_contact: int
+    from_business: int
+    lines: tuple[tuple[str, str], ...]  # ("contact" | "agent", sentence), in spoken order
+
+
+@dataclass(frozen=True)
 class Summary:
     text: str
     method: str  # "extractive", "none", or the name of the model that wrote it
     message_count: int
+    parts: ExtractiveParts | None = None
 
 
 conversation_transcript = hook(
@@ -153,14 +165,16 @@ class ExtractiveSummarizer:
             return sum(frequencies[w] for w in words) / (len(words) ** 0.5) if words else 0.0
 
         best = sorted(sentences, key=lambda item: (-score(item[2]), item[0]))[: self.max_sentences]
-        picked = [
-            f"{'Contact' if d in ('inbound', 'incoming', 'in', 'contact') else 'Agent'}: {s}"
+        roles = [
+            ("contact" if d in ("inbound", "incoming", "in", "contact") else "agent", s)
             for _, d, s in sorted(best)
         ]
+        picked = [f"{'Contact' if role == 'contact' else 'Agent'}: {s}" for role, s in roles]
         text = " ".join([header, *picked])
         if len(text) > self.max_chars:
             text = text[: self.max_chars - 1].rstrip() + "…"
-        return Summary(text, "extractive", len(texts))
+        parts = ExtractiveParts(len(texts), inbound, len(texts) - inbound, tuple(roles))
+        return Summary(text, "extractive", len(texts), parts)
 
 
 def summarize_conversation(organization_id: uuid.UUID, conversation_id: str, channel: str | None) -> Summary:

@@ -65,6 +65,13 @@ def test_the_panel_shows_the_automatic_then_the_captured_summary(
     assert "2 messages (2 from the contact, 0 from the business)." in automatic
     assert "plan empresarial para 20 líneas" in automatic
     assert "Automatic summary of the messages so far" in automatic
+    assert "Contact: Necesito el plan empresarial" in re.sub(r"<[^>]+>", "", automatic)
+    # the automatic summary is written in the page's language (a captured one stays as it was captured)
+    spanish = desk.get(f"/inbox/c/{conversation['id']}/panel", headers={**HX, "Accept-Language": "es"})
+    found = SUMMARY.search(spanish.get_data(as_text=True))
+    assert found is not None
+    text = " ".join(re.sub(r"<[^>]+>", "", found.group(1)).split())
+    assert "2 mensajes (2 del contacto, 0 del negocio)." in text and "Contacto: Necesito" in text
 
     pipeline = _crm(client, org, "GET", "/pipelines")["data"][0]
     deal = _crm(

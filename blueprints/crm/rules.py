@@ -145,6 +145,8 @@ Description = Annotated[str, Field(max_length=5000)]
 ItemNotes = Annotated[str, Field(max_length=5000)]
 Notes = Annotated[str, Field(max_length=10000)]
 NoteText = Annotated[str, Field(min_length=1, max_length=10000)]
+# Why a deal was lost, given when it moves to a lost stage (the desk asks for it).
+LostReason = Annotated[str, Field(min_length=1, max_length=500)]
 BodyHtml = Annotated[str, Field(max_length=200_000)]
 IdentityValue = Annotated[str, Field(min_length=1, max_length=320)]
 Search = Annotated[str, Field(max_length=200)]

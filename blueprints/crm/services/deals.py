@@ -9,7 +9,7 @@ from datetime import UTC, date, datetime, time
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import and_, exists, select
+from sqlalchemy import ColumnElement, and_, exists, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import joinedload, selectinload
 
@@ -45,6 +45,7 @@ from blueprints.crm.rules import (
     DealStatus,
     Limit,
     LinkChannel,
+    LostReason,
     MemberId,
     NoteText,
     Offset,
@@ -148,9 +149,17 @@ def _open_visit(deal: Deal, stage: Stage, at: datetime) -> None:
     )
 
 
-def move_deal(deal: Deal, stage: Stage, *, publish_event: bool = True, actor: str | None = None) -> bool:
+def move_deal(
+    deal: Deal,
+    stage: Stage,
+    *,
+    publish_event: bool = True,
+    actor: str | None = None,
+    lost_reason: str | None = None,
+) -> bool:
     """Put ``deal`` in ``stage`` (no commit): close the open visit, open a new one, follow the stage's
-    status (won/lost stage -> won/lost; open stage -> open). False when it is already there."""
+    status (won/lost stage -> won/lost; open stage -> open). False when it is already there.
+    ``lost_reason`` (why the deal was lost) is kept in the move's activity when ``stage`` is a lost one."""
     if deal.stage_id == stage.id:
         return False
     now = utcnow()
@@ -161,12 +170,14 @@ def move_deal(deal: Deal, stage: Stage, *, publish_event: bool = True, actor: st
         open_visit.left_at = now
     _open_visit(deal, stage, now)
     previous = deal.stage_id
-    _activity(
-        deal,
-        "stage_changed",
-        {"from_stage_id": str(previous), "to_stage_id": str(stage.id), "to_stage_name": stage.name},
-        actor=actor,
-    )
+    moved: dict[str, Any] = {
+        "from_stage_id": str(previous),
+        "to_stage_id": str(stage.id),
+        "to_stage_name": stage.name,
+    }
+    if lost_reason and stage.status == "lost":
+        moved["lost_reason"] = lost_reason
+    _activity(deal, "stage_changed", moved, actor=actor)
     deal.stage_id = stage.id
     deal.stage_entered_at = now
     _set_status(deal, stage.status, actor)
@@ -383,15 +394,24 @@ _CONVERSATION_ID = Rule[str](ConversationId)
 _LINK_CHANNEL = Rule[str | None](LinkChannel | None)
 _MEMBER_ID = Rule[str | None](MemberId | None)
 _NOTE = Rule[str](NoteText)
+_LOST_REASON = Rule[str | None](LostReason | None)
 
 
 def change_stage(
-    organization_id: uuid.UUID, deal_id: uuid.UUID, stage_id: uuid.UUID, actor: str | None = None
+    organization_id: uuid.UUID,
+    deal_id: uuid.UUID,
+    stage_id: uuid.UUID,
+    actor: str | None = None,
+    lost_reason: str | None = None,
 ) -> Deal:
+    """Move the deal to another stage of its pipeline (won/lost stages set the status). ``lost_reason``,
+    why a deal moved to a lost stage was lost (up to 500 characters), is recorded in the move's
+    ``stage_changed`` activity; it is not kept for a move to an open or won stage."""
     stage_id = _STAGE_ID.check(stage_id, "stage_id")
+    lost_reason = _LOST_REASON.check(lost_reason, "lost_reason")
     deal = get_deal(organization_id, deal_id)
     stage = _stage_in_pipeline(organization_id, stage_id, deal.pipeline_id)
-    if move_deal(deal, stage, actor=actor):
+    if move_deal(deal, stage, actor=actor, lost_reason=lost_reason):
         deal.updated_at = utcnow()
         publish("deal.updated", organization_id, _event_data(deal, "moved"))
     return get_deal(organization_id, deal.id)
@@ -435,9 +455,14 @@ class DealFilters:
     timezone: Timezone = None
 
 
-def list_deals(organization_id: uuid.UUID, query: DealFilters) -> Page[Deal]:
+def deal_conditions(organization_id: uuid.UUID, query: DealFilters) -> list[ColumnElement[bool]]:
+    """The WHERE of a deal list narrowed by ``query`` (checked here): the API's list and the desk's board
+    and list views filter the same way."""
     query = check(query)
-    conditions = [Deal.organization_id == organization_id, Deal.deleted_at.is_(None)]
+    conditions: list[ColumnElement[bool]] = [
+        Deal.organization_id == organization_id,
+        Deal.deleted_at.is_(None),
+    ]
     if query.search:
         conditions.append(contains(DEAL_TEXT, Deal, query.search))
     for name in ("pipeline_id", "stage_id", "owner_id", "status", "account_id", "currency"):
@@ -469,6 +494,12 @@ def list_deals(organization_id: uuid.UUID, query: DealFilters) -> Page[Deal]:
         conditions.append(Deal.created_at >= start)
     if end is not None:
         conditions.append(Deal.created_at < end)
+    return conditions
+
+
+def list_deals(organization_id: uuid.UUID, query: DealFilters) -> Page[Deal]:
+    query = check(query)
+    conditions = deal_conditions(organization_id, query)
     column = getattr(Deal, query.sort_by)
     ordering = column.asc() if query.sort_dir == "asc" else column.desc()
     tie = Deal.id.asc() if query.sort_dir == "asc" else Deal.id.desc()
@@ -686,6 +717,7 @@ def add_note(organization_id: uuid.UUID, deal_id: uuid.UUID, body: str, author: 
     )
     db.session.add(note)
     db.session.flush()
+    publish("deal.updated", organization_id, _event_data(deal, "note"))
     return note
 
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Context, Decimal
 from typing import Any
 
-from sqlalchemy import BigInteger, cast, delete, func, insert, select, update
+from sqlalchemy import BigInteger, ColumnElement, cast, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import selectinload
 
@@ -494,7 +495,12 @@ class _StageBucket:
     unconverted: int = 0
 
 
-def pipeline_summary(organization_id: uuid.UUID, pipeline_id: uuid.UUID) -> PipelineTotals:
+def pipeline_summary(
+    organization_id: uuid.UUID,
+    pipeline_id: uuid.UUID,
+    where: Sequence[ColumnElement[bool]] = (),
+    pipeline: Pipeline | None = None,
+) -> PipelineTotals:
     """Per-stage totals of the pipeline's live deals (every status) converted to the base currency.
 
     The database groups the deals by stage and currency (count and exact sum); each group is converted
@@ -503,14 +509,20 @@ def pipeline_summary(organization_id: uuid.UUID, pipeline_id: uuid.UUID) -> Pipe
     currency's minor units. Weighted amount = converted amount x stage probability / 100. Deals whose
     currency has no chain to the base are left out of the amounts and listed in ``unconverted`` (read
     one by one only then); ``complete`` is false then.
+
+    ``where`` narrows the deals further (the desk's board filters: owner, contact, search …, conditions
+    on ``Deal`` from ``deals.deal_conditions``), so a filtered board's column totals are exact too;
+    ``pipeline`` is the pipeline with its stages when the caller read it already (one read less).
     """
-    pipeline = get_pipeline(organization_id, pipeline_id)
+    if pipeline is None or pipeline.id != pipeline_id:
+        pipeline = get_pipeline(organization_id, pipeline_id)
     base = read_settings(organization_id).base_currency
     rates = {(r.from_currency, r.to_currency): r.rate for r in list_rates(organization_id)}
     live = (
         Deal.organization_id == organization_id,
         Deal.pipeline_id == pipeline.id,
         Deal.deleted_at.is_(None),
+        *where,
     )
     minor = cast(func.round(Deal.amount * 10**_AMOUNT_SCALE), BigInteger)
     groups = db.session.execute(

@@ -1,0 +1,260 @@
+"""Read models of the CRM's desk pages: the joins a page shows that no verb needs (no writes here).
+
+Each page's reads have their own section; each costs a fixed number of statements whatever the number of
+rows it shows (rows of a page, then one batch per relation of those rows).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ColumnElement, and_, exists, func, or_, select
+
+from blueprints.crm.models import CrmContact, Deal, DealContact, Pipeline, Stage
+from blueprints.members.services.members import members_by_ids
+from core.db import db, utcnow
+from core.text import LIKE_ESCAPE, contains_pattern
+from core.timeutil import as_utc
+
+# ------------------------------------------------------------------------------------------------- deals
+
+
+@dataclass(frozen=True)
+class DealCard:
+    """One deal as a card or a list row: the deal's own columns (no relation loaded), its stage, and the
+    names the card shows (owner, primary contact)."""
+
+    deal: Deal
+    stage: Stage
+    owner_name: str | None
+    contact_name: str | None
+    contact_id: uuid.UUID | None
+
+    @property
+    def in_stage_since(self) -> datetime:
+        return as_utc(self.deal.stage_entered_at)
+
+    @property
+    def rotting(self) -> bool:
+        """Open and in its stage longer than the stage's rotting limit (the model's rule, with the stage
+        this card already has instead of a lazy load)."""
+        days = self.stage.rotting_days
+        if not days or self.deal.status != "open":
+            return False
+        return (utcnow() - self.in_stage_since).total_seconds() > days * 86400
+
+
+@dataclass(frozen=True)
+class CardPage:
+    """Cards of one column (or of the list) and the cursor of the next page, None at the end."""
+
+    cards: list[DealCard]
+    after: str | None
+
+
+def contact_condition(contact: str | None, contact_id: uuid.UUID | None) -> list[ColumnElement[bool]]:
+    """Deals one of whose contacts has ``contact_id``, or whose name contains ``contact`` (LIKE wildcards
+    taken literally)."""
+    conditions: list[ColumnElement[bool]] = []
+    if contact_id is not None:
+        conditions.append(
+            exists().where(and_(DealContact.deal_id == Deal.id, DealContact.contact_id == contact_id))
+        )
+    if contact:
+        conditions.append(
+            exists().where(
+                and_(
+                    DealContact.deal_id == Deal.id,
+                    CrmContact.id == DealContact.contact_id,
+                    CrmContact.name.ilike(contains_pattern(contact), escape=LIKE_ESCAPE),
+                )
+            )
+        )
+    return conditions
+
+
+# A column's order: newest deals first (ties by id), read off ix_crm_deals_list_stage.
+_CARD_ORDER = (Deal.created_at.desc(), Deal.id.desc())
+
+
+def _cursor(deal: Deal) -> str:
+    return f"{as_utc(deal.created_at).isoformat()}_{deal.id}"
+
+
+def parse_cursor(after: str | None) -> tuple[datetime, uuid.UUID] | None:
+    """``<created_at ISO>_<id>`` of the last card shown, or None when absent or malformed."""
+    if not after:
+        return None
+    moment, _sep, deal_id = after.rpartition("_")
+    try:
+        return datetime.fromisoformat(moment), uuid.UUID(deal_id)
+    except ValueError:
+        return None
+
+
+def _cards(
+    organization_id: uuid.UUID, deals: Sequence[Deal], stages: dict[uuid.UUID, Stage]
+) -> list[DealCard]:
+    """Cards for ``deals`` with their owners and primary contacts: one query each for all of them."""
+    if not deals:
+        return []
+    ids = [deal.id for deal in deals]
+    contacts: dict[uuid.UUID, tuple[uuid.UUID, str]] = {}
+    rows = db.session.execute(
+        select(DealContact.deal_id, CrmContact.id, CrmContact.name)
+        .join(CrmContact, CrmContact.id == DealContact.contact_id)
+        .where(DealContact.deal_id.in_(ids))
+        # the primary contact first, then the first one linked
+        .order_by(DealContact.deal_id, DealContact.is_primary.desc(), DealContact.created_at)
+    )
+    for deal_id, contact_id, name in rows:
+        contacts.setdefault(deal_id, (contact_id, name))
+    owner_ids = sorted({deal.owner_id for deal in deals if deal.owner_id})
+    owners = {key: member.name for key, member in members_by_ids(organization_id, owner_ids).items()}
+    cards = []
+    for deal in deals:
+        contact = contacts.get(deal.id)
+        cards.append(
+            DealCard(
+                deal=deal,
+                stage=stages[deal.stage_id],
+                owner_name=owners.get(deal.owner_id or ""),
+                contact_name=contact[1] if contact else None,
+                contact_id=contact[0] if contact else None,
+            )
+        )
+    return cards
+
+
+def _stages(pipeline: Pipeline) -> dict[uuid.UUID, Stage]:
+    return {stage.id: stage for stage in pipeline.stages}
+
+
+def board_columns(
+    organization_id: uuid.UUID, pipeline: Pipeline, where: Sequence[ColumnElement[bool]], per_column: int
+) -> dict[uuid.UUID, CardPage]:
+    """The first ``per_column`` cards of every stage of ``pipeline`` among the deals ``where`` selects
+    (``deals.deal_conditions`` and :func:`contact_condition`), in one query (a row number per stage)."""
+    position = func.row_number().over(partition_by=Deal.stage_id, order_by=_CARD_ORDER).label("position")
+    ranked = (
+        select(Deal.id.label("deal_id"), position).where(Deal.pipeline_id == pipeline.id, *where).subquery()
+    )
+    deals = list(
+        db.session.scalars(
+            select(Deal)
+            .join(ranked, ranked.c.deal_id == Deal.id)
+            .where(ranked.c.position <= per_column + 1)
+            .order_by(Deal.stage_id, *_CARD_ORDER)
+        )
+    )
+    stages = _stages(pipeline)
+    by_stage: dict[uuid.UUID, list[Deal]] = {stage_id: [] for stage_id in stages}
+    for deal in deals:
+        if deal.stage_id in by_stage:
+            by_stage[deal.stage_id].append(deal)
+    shown = {stage_id: rows[:per_column] for stage_id, rows in by_stage.items()}
+    cards = _cards(organization_id, [deal for rows in shown.values() for deal in rows], stages)
+    by_id = {card.deal.id: card for card in cards}
+    return {
+        stage_id: CardPage(
+            [by_id[deal.id] for deal in shown[stage_id]],
+            _cursor(shown[stage_id][-1]) if len(rows) > per_column else None,
+        )
+        for stage_id, rows in by_stage.items()
+    }
+
+
+def column_cards(
+    organization_id: uuid.UUID,
+    pipeline: Pipeline,
+    stage_id: uuid.UUID,
+    where: Sequence[ColumnElement[bool]],
+    after: str | None,
+    limit: int,
+) -> CardPage:
+    """The next ``limit`` cards of one stage after the cursor ``after`` (a keyset page: every page costs
+    what the first does, and a card moved meanwhile is neither repeated nor skipped)."""
+    conditions = [Deal.pipeline_id == pipeline.id, Deal.stage_id == stage_id, *where]
+    cursor = parse_cursor(after)
+    if cursor is not None:
+        moment, deal_id = cursor
+        conditions.append(or_(Deal.created_at < moment, and_(Deal.created_at == moment, Deal.id < deal_id)))
+    deals = list(db.session.scalars(select(Deal).where(*conditions).order_by(*_CARD_ORDER).limit(limit + 1)))
+    shown = deals[:limit]
+    return CardPage(
+        _cards(organization_id, shown, _stages(pipeline)),
+        _cursor(shown[-1]) if len(deals) > limit else None,
+    )
+
+
+def deal_card(
+    organization_id: uuid.UUID, deal_id: uuid.UUID, pipeline: Pipeline, where: Sequence[ColumnElement[bool]]
+) -> DealCard | None:
+    """The card of one deal while it is in ``pipeline`` and matches ``where``; None otherwise (deleted,
+    moved to another pipeline, no longer the filters')."""
+    deal = db.session.scalars(
+        select(Deal).where(Deal.id == deal_id, Deal.pipeline_id == pipeline.id, *where)
+    ).first()
+    if deal is None or deal.stage_id not in _stages(pipeline):
+        return None
+    return _cards(organization_id, [deal], _stages(pipeline))[0]
+
+
+# The list view's sortable columns: the API's orders (deals.DealFilters.sort_by) plus the stage's.
+LIST_SORTS = ("name", "amount", "created_at", "expected_close_date", "updated_at", "stage")
+
+
+def deal_rows(
+    organization_id: uuid.UUID,
+    pipeline: Pipeline,
+    where: Sequence[ColumnElement[bool]],
+    sort_by: str,
+    descending: bool,
+    offset: int,
+    limit: int,
+) -> tuple[list[DealCard], bool]:
+    """A page of the list view (and of the CSV export) and whether more rows follow."""
+    if sort_by == "stage":
+        column: Any = (
+            select(Stage.stage_order).where(Stage.id == Deal.stage_id).correlate(Deal).scalar_subquery()
+        )
+    else:
+        column = getattr(Deal, sort_by if sort_by in LIST_SORTS else "created_at")
+    ordering = column.desc() if descending else column.asc()
+    if sort_by == "expected_close_date":
+        ordering = ordering.nulls_last()
+    tie = Deal.id.desc() if descending else Deal.id.asc()
+    deals = list(
+        db.session.scalars(
+            select(Deal)
+            .where(Deal.pipeline_id == pipeline.id, *where)
+            .order_by(ordering, tie)
+            .offset(offset)
+            .limit(limit + 1)
+        )
+    )
+    return _cards(organization_id, deals[:limit], _stages(pipeline)), len(deals) > limit
+
+
+def contact_names(organization_id: uuid.UUID, contact_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, str]:
+    """Names of the organization's contacts among ``contact_ids`` (one query)."""
+    if not contact_ids:
+        return {}
+    rows = db.session.execute(
+        select(CrmContact.id, CrmContact.name).where(
+            CrmContact.organization_id == organization_id, CrmContact.id.in_(list(contact_ids))
+        )
+    )
+    return {row.id: row.name for row in rows}
+
+
+def deal_contact_choices(organization_id: uuid.UUID, search: str | None, limit: int = 20) -> list[CrmContact]:
+    """Contacts to add to a deal: those whose name contains ``search`` (or the first ones by name)."""
+    statement = select(CrmContact).where(CrmContact.organization_id == organization_id)
+    if search:
+        statement = statement.where(CrmContact.name.ilike(contains_pattern(search), escape=LIKE_ESCAPE))
+    return list(db.session.scalars(statement.order_by(CrmContact.name, CrmContact.id).limit(limit)))

@@ -23,6 +23,7 @@ from flask_babel import gettext as _
 from flask_babel import lazy_pgettext
 from flask_login import current_user, login_user, logout_user
 
+from blueprints.crm.services.tasks import overdue_count
 from blueprints.desk.fragments import vary_fragment as _vary
 from blueprints.desk.i18n import LANGUAGES
 from blueprints.desk.memo import per_request
@@ -194,11 +195,15 @@ def nav_badges(me: DeskUser) -> dict[str, int]:
     exists, their overdue tasks. One query each, once per page."""
 
     def read() -> dict[str, int]:
-        counts = {"mine": 0}
+        counts = {"mine": 0, "overdue": 0}
         if me.member_id is not None:
             counts["mine"] = tab_counts(
                 me.organization_id, ConversationFilter(), member_id=me.member_id, team_ids=[], tabs=("mine",)
             ).get("mine", 0)
+            if "crm_pages.tasks_page" in current_app.view_functions:  # the badge comes with the page
+                counts["overdue"] = overdue_count(
+                    me.organization_id, me.member_id, timezone=me.organization_timezone
+                )
         return counts
 
     return per_request(("desk_nav_badges", me.organization_id, me.member_id), read)

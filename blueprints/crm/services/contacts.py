@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 from email_validator import EmailNotValidError, validate_email
 from pydantic import Field
-from sqlalchemy import delete, exists, or_, select, union_all, update
+from sqlalchemy import delete, exists, func, or_, select, union_all, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import selectinload
 
@@ -429,3 +429,41 @@ def unlink_contact(organization_id: uuid.UUID, account_id: uuid.UUID, contact_id
         raise missing("Contact")
     account.contact_links.remove(link)
     return get_account(organization_id, account_id)
+
+
+def merge_preview(organization_id: uuid.UUID, target_id: uuid.UUID, source_id: uuid.UUID) -> dict[str, int]:
+    """What :func:`merge_contacts` would move from ``source`` to ``target``, counted the way it counts
+    (deal links, tickets requested, tasks, identities; accounts the target is not on yet), for a
+    confirmation before the merge. Conversations are the messaging area's: the page counts them. Refuses
+    as the merge does (itself, either contact unknown)."""
+    if target_id == source_id:
+        raise Refusal(
+            400,
+            "source_contact_id: cannot merge a contact into itself",
+            code="merge_into_itself",
+            param="source_contact_id",
+        )
+    target = get_contact(organization_id, target_id)
+    source = get_contact(organization_id, source_id, param="source_contact_id")
+    target_accounts = {link.account_id for link in target.account_links}
+
+    def count(statement: Any) -> int:
+        return int(db.session.scalar(statement) or 0)
+
+    return {
+        "identities": len(source.identities),
+        "deals": count(
+            select(func.count()).select_from(DealContact).where(DealContact.contact_id == source.id)
+        ),
+        "tickets": count(
+            select(func.count())
+            .select_from(Ticket)
+            .where(Ticket.organization_id == organization_id, Ticket.requester_id == source.id)
+        ),
+        "tasks": count(
+            select(func.count())
+            .select_from(CrmTask)
+            .where(CrmTask.organization_id == organization_id, CrmTask.contact_id == source.id)
+        ),
+        "accounts": sum(1 for link in source.account_links if link.account_id not in target_accounts),
+    }

@@ -1,12 +1,20 @@
-"""Tasks linked to deals, tickets, contacts and accounts; soft-deleted."""
+"""Tasks linked to deals, tickets, contacts and accounts; soft-deleted.
+
+Every change publishes ``task.updated`` (``change``: ``created``, ``updated``, ``completed``,
+``deleted``), delivered after the commit: the desk's task list and the rail's overdue badge follow it.
+The desk's agenda (:func:`agenda`) and the rail's count (:func:`overdue_count`) read "overdue" and
+"today" in the organization's time zone, a due date without a time (stored at 00:00Z) being a calendar
+day: such a task is overdue once its day is over there, not at midnight UTC.
+"""
 
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
-from datetime import date, datetime
+from dataclasses import dataclass, replace
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
+from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import and_, func, select
 from sqlalchemy.orm import selectinload
 
 from blueprints.audit import services as audit_log
@@ -24,10 +32,11 @@ from blueprints.crm.rules import (
     missing,
 )
 from blueprints.crm.services.common import check_members, check_refs, get_ref, local_range
-from core.db import db, utcnow
+from core.db import db, isoformat, utcnow
+from core.events import publish
 from core.pagination import Page, paginate
 from core.textsearch import contains, text_index
-from core.timeutil import as_utc
+from core.timeutil import as_utc, get_zone
 
 TASK_LOAD = (
     selectinload(CrmTask.deal),
@@ -53,6 +62,22 @@ def get_task(organization_id: uuid.UUID, task_id: uuid.UUID) -> CrmTask:
     if task is None:
         raise missing("Task")
     return task
+
+
+def _event(task: CrmTask, change: str) -> None:
+    """``task.updated``, delivered after the commit (dropped on rollback)."""
+    publish(
+        "task.updated",
+        task.organization_id,
+        {
+            "id": str(task.id),
+            "title": task.title,
+            "status": task.status,
+            "owner_id": task.owner_id,
+            "due_date": isoformat(task.due_date),
+            "change": change,
+        },
+    )
 
 
 def _check_links(
@@ -104,6 +129,7 @@ def create_task(organization_id: uuid.UUID, draft: TaskDraft) -> CrmTask:
     )
     db.session.add(task)
     db.session.flush()
+    _event(task, "created")
     return get_task(organization_id, task.id)
 
 
@@ -148,6 +174,7 @@ def update_task(organization_id: uuid.UUID, task_id: uuid.UUID, changes: TaskCha
     if given(changes.status):
         _set_status(task, changes.status)
     task.updated_at = utcnow()
+    _event(task, "updated")
     return get_task(organization_id, task.id)
 
 
@@ -157,6 +184,7 @@ def complete_task(organization_id: uuid.UUID, task_id: uuid.UUID) -> CrmTask:
     if task.status != "completed":
         _set_status(task, "completed")
         task.updated_at = utcnow()
+        _event(task, "completed")  # completing again changes nothing and says nothing
     return get_task(organization_id, task.id)
 
 
@@ -164,6 +192,7 @@ def delete_task(organization_id: uuid.UUID, task_id: uuid.UUID) -> None:
     task = get_task(organization_id, task_id)
     task.deleted_at = utcnow()
     audit_log.record("task.deleted", "task", task.id, organization_id=organization_id)
+    _event(task, "deleted")
 
 
 # The list's search (migration crm_0004: a trigram index, core.textsearch).
@@ -193,9 +222,8 @@ class TaskFilters:
     timezone: Timezone = None
 
 
-def list_tasks(organization_id: uuid.UUID, query: TaskFilters) -> Page[CrmTask]:
-    query = check(query)
-    conditions = [CrmTask.organization_id == organization_id, CrmTask.deleted_at.is_(None)]
+def _conditions(organization_id: uuid.UUID, query: TaskFilters) -> list[Any]:
+    conditions: list[Any] = [CrmTask.organization_id == organization_id, CrmTask.deleted_at.is_(None)]
     for name in (
         "owner_id",
         "status",
@@ -230,11 +258,155 @@ def list_tasks(organization_id: uuid.UUID, query: TaskFilters) -> Page[CrmTask]:
         conditions.append(CrmTask.due_date < end)
     if query.search:
         conditions.append(contains(TASK_TEXT, CrmTask, query.search))
-    # Soonest due first (undated last), then newest.
+    return conditions
+
+
+# Soonest due first (undated last), then newest.
+DUE_ORDER = (CrmTask.due_date.asc().nulls_last(), CrmTask.created_at.desc(), CrmTask.id)
+
+
+def list_tasks(organization_id: uuid.UUID, query: TaskFilters) -> Page[CrmTask]:
+    query = check(query)
     statement = (
-        select(CrmTask)
-        .where(*conditions)
-        .order_by(CrmTask.due_date.asc().nulls_last(), CrmTask.created_at.desc(), CrmTask.id)
-        .options(*TASK_LOAD)
+        select(CrmTask).where(*_conditions(organization_id, query)).order_by(*DUE_ORDER).options(*TASK_LOAD)
     )
     return paginate(statement, offset=query.offset, limit=query.limit)
+
+
+# ---- the desk's agenda: overdue, today, upcoming, done ---------------------------------------------------
+
+
+def _days_not_over(now: datetime, zone: tzinfo) -> list[datetime]:
+    """The 00:00Z instants already past that stand for calendar days not over yet in ``zone``: a task
+    due on such a day (a date without a time) is not overdue, although its stored instant has passed. At
+    most two: today's and, west of UTC in the evening, tomorrow's."""
+    day = now.astimezone(zone).date()
+    spared = []
+    while (midnight := datetime.combine(day, time.min, tzinfo=UTC)) < now:
+        spared.append(midnight)
+        day += timedelta(days=1)
+    return spared
+
+
+def overdue_clause(now: datetime, zone: tzinfo) -> Any:
+    """Open tasks whose due moment has passed in ``zone``: a time before ``now``, or a calendar day
+    before today there."""
+    conditions = [CrmTask.status != "completed", CrmTask.due_date.is_not(None), CrmTask.due_date < now]
+    spared = _days_not_over(now, zone)
+    if spared:
+        conditions.append(CrmTask.due_date.not_in(spared))
+    return and_(*conditions)
+
+
+def due_group(task: CrmTask, now: datetime, zone: tzinfo) -> str:
+    """``overdue``, ``today``, ``upcoming`` (undated ones too) or ``done``: :func:`overdue_clause`'s
+    rule, for one task already read."""
+    if task.status == "completed":
+        return "done"
+    if task.due_date is None:
+        return "upcoming"
+    due = as_utc(task.due_date)
+    today = now.astimezone(zone).date()
+    if due.time() == time.min:  # a calendar day, not shifted by a zone
+        day = due.date()
+    elif due < now:
+        return "overdue"
+    else:
+        day = due.astimezone(zone).date()
+    return "overdue" if day < today else "today" if day == today else "upcoming"
+
+
+def overdue_count(organization_id: uuid.UUID, member_id: str, *, timezone: str | None = None) -> int:
+    """How many open tasks of the member are overdue in the organization's zone (the desk rail's badge);
+    one COUNT."""
+    now = utcnow()
+    count = db.session.scalar(
+        select(func.count())
+        .select_from(CrmTask)
+        .where(
+            CrmTask.organization_id == organization_id,
+            CrmTask.deleted_at.is_(None),
+            CrmTask.owner_id == member_id,
+            overdue_clause(now, get_zone(timezone)),
+        )
+    )
+    return int(count or 0)
+
+
+AGENDA_GROUPS = ("overdue", "today", "upcoming", "done")
+
+
+@dataclass(frozen=True)
+class Agenda:
+    """A task list as the desk shows it: open tasks by when they are due, then the latest completed."""
+
+    groups: dict[str, list[CrmTask]]  # every key of AGENDA_GROUPS, in that order
+    open_total: int  # open tasks matching, shown or not
+    done_total: int
+
+    @property
+    def open_more(self) -> int:
+        shown = sum(len(self.groups[name]) for name in AGENDA_GROUPS if name != "done")
+        return max(self.open_total - shown, 0)
+
+    @property
+    def done_more(self) -> int:
+        return max(self.done_total - len(self.groups["done"]), 0)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.open_total or self.done_total)
+
+
+def _counted(statement: Any) -> tuple[list[CrmTask], int]:
+    rows = db.session.execute(statement).all()
+    return [row[0] for row in rows], int(rows[0][1]) if rows else 0
+
+
+def agenda(
+    organization_id: uuid.UUID,
+    query: TaskFilters,
+    *,
+    open_limit: int = 200,
+    done_limit: int = 20,
+) -> Agenda:
+    """The tasks ``query`` finds (its limit and offset aside), open ones grouped overdue, today and
+    upcoming in ``query.timezone`` (soonest due first, undated last), then the latest completed. Two
+    queries and the links' loads, whatever the number of tasks. ``overdue`` means this zone's overdue
+    (:func:`overdue_clause`), not the API's instant comparison."""
+    query = check(query)
+    now = utcnow()
+    zone = get_zone(query.timezone)
+    conditions = _conditions(organization_id, replace(query, overdue=None))
+    if query.overdue is not None:
+        late = overdue_clause(now, zone)
+        conditions.append(late if query.overdue else ~late)
+    wants_open = query.status != "completed" and query.is_completed is not True
+    wants_done = query.status in (None, "completed") and query.is_completed is not False
+    open_tasks, open_total = (
+        _counted(
+            select(CrmTask, func.count().over())
+            .where(*conditions, CrmTask.status != "completed")
+            .order_by(*DUE_ORDER)
+            .limit(open_limit)
+            .options(*TASK_LOAD)
+        )
+        if wants_open
+        else ([], 0)
+    )
+    done, done_total = (
+        _counted(
+            select(CrmTask, func.count().over())
+            .where(*conditions, CrmTask.status == "completed")
+            .order_by(CrmTask.completed_at.desc().nulls_last(), CrmTask.id.desc())
+            .limit(done_limit)
+            .options(*TASK_LOAD)
+        )
+        if wants_done
+        else ([], 0)
+    )
+    groups: dict[str, list[CrmTask]] = {name: [] for name in AGENDA_GROUPS}
+    for task in open_tasks:
+        groups[due_group(task, now, zone)].append(task)
+    groups["done"] = done
+    return Agenda(groups, open_total, done_total)

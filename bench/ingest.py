@@ -13,7 +13,13 @@ Redis; one app process on SQLite without Redis), connects a Socket.IO client thr
 ``BENCH_RATE`` messages/s in total); a delivery not answered 200 is sent again afterwards, as Meta does.
 ``BENCH_JOB_WORKERS`` starts that many job-worker processes (default 1). ``BENCH_CONTACTS`` draws the
 senders from that many numbers (default 0: a new sender for each delivery), so that several job workers
-drain batches of the same contacts and conversations at once. Prints:
+drain batches of the same contacts and conversations at once. ``BENCH_UPDATES`` adds that many
+deliveries to the burst (default 0), each a WhatsApp status (``delivered``/``read``) or a contact's
+reaction on one of the desk's replies: with ``BENCH_CONTACTS``, the desk first answers every contact
+``BENCH_REPLIES`` times (default 4) through the API, as a campaign's answers come back.
+``BENCH_BACKLOG=1`` pauses the job workers (SIGSTOP) while the burst is posted and resumes them once
+every delivery is answered: they drain the stored backlog together, in full batches, as after a
+worker restart; the burst's drain time then counts from the resume. Prints:
 
 - accepted/s: deliveries answered 200 per second while posting (what Meta sees);
 - sustained messages/s: messages stored and pushed, from the first POST to the last ``message.created``;
@@ -40,6 +46,8 @@ import json
 import multiprocessing
 import os
 import platform
+import random
+import signal
 import statistics
 import tempfile
 import threading
@@ -76,6 +84,11 @@ JOB_WORKERS = max(1, int(os.environ.get("BENCH_JOB_WORKERS", "1")))  # job-worke
 # senders drawn from this many numbers (0: one per delivery); a few senders make every batch of every job
 # worker touch the same contacts and conversations, the case of a campaign's answers
 CONTACTS = max(0, int(os.environ.get("BENCH_CONTACTS", "0")))
+# statuses and reactions on the desk's replies added to the burst, and the replies per contact they name
+UPDATES = max(0, int(os.environ.get("BENCH_UPDATES", "0")))
+REPLIES = max(1, int(os.environ.get("BENCH_REPLIES", "4")))
+UPDATE = "update:"  # the prefix of a status or reaction in a sender's work list (the rest: message ids)
+BACKLOG = os.environ.get("BENCH_BACKLOG", "0") not in ("", "0")  # the burst drained as a stored backlog
 
 
 def _delivery(address: str, external_ids: list[str], sender: str) -> bytes:
@@ -118,14 +131,66 @@ def _sender(external_id: str) -> str:
     return f"52155{(hash(external_id) % 10_000_000):08d}"[:13]
 
 
+def _update(item: str) -> tuple[str, str, str, str]:
+    """(kind, the reply's provider id, the contact, status or emoji) of an ``update:`` work item."""
+    kind, message_id, contact, value = item[len(UPDATE) :].split("|")
+    return kind, message_id, contact, value
+
+
+def _update_delivery(address: str, item: str) -> bytes:
+    """A WhatsApp status, or a contact's reaction, on one of the desk's replies."""
+    kind, message_id, contact, value = _update(item)
+    now = str(int(time.time()))
+    value_field: dict[str, Any] = {
+        "messaging_product": "whatsapp",
+        "metadata": {"display_phone_number": "15550783881", "phone_number_id": address},
+    }
+    if kind == "status":
+        value_field["statuses"] = [
+            {"id": message_id, "status": value, "timestamp": now, "recipient_id": contact}
+        ]
+    else:
+        value_field["contacts"] = [{"profile": {"name": f"Bench {contact[-4:]}"}, "wa_id": contact}]
+        value_field["messages"] = [
+            {
+                "from": contact,
+                "id": f"wamid.benchr{uuid.uuid4().hex}",
+                "timestamp": now,
+                "type": "reaction",
+                "reaction": {"message_id": message_id, "emoji": value},
+            }
+        ]
+    payload = {
+        "object": "whatsapp_business_account",
+        "entry": [{"id": "102290129340398", "changes": [{"field": "messages", "value": value_field}]}],
+    }
+    return json.dumps(payload, separators=(",", ":")).encode()
+
+
+def _deliveries(items: list[str]) -> list[list[str]]:
+    """The work list cut into deliveries, in its order: messages ``PER_DELIVERY`` at a time, each status
+    or reaction on its own."""
+    deliveries: list[list[str]] = []
+    group: list[str] = []
+    for item in items:
+        if item.startswith(UPDATE):
+            deliveries.append([item])
+            continue
+        group.append(item)
+        if len(group) == PER_DELIVERY:
+            deliveries.append(group)
+            group = []
+    return deliveries + ([group] if group else [])
+
+
 def _post_all(args: tuple[str, str, list[str], float]) -> list[tuple[str, float, int]]:
-    """One sender process: THREADS threads posting its share; (external id, start time, status) for each
-    message (every message of one delivery shares its delivery's start and status)."""
+    """One sender process: THREADS threads posting its share; (work item, start time, status) for each
+    message, status or reaction (every message of one delivery shares its delivery's start and status)."""
     url, address, external_ids, rate = args
     parts = urlsplit(url)
     results: list[tuple[str, float, int]] = []
     lock = threading.Lock()
-    deliveries = [external_ids[i : i + PER_DELIVERY] for i in range(0, len(external_ids), PER_DELIVERY)]
+    deliveries = _deliveries(external_ids)
     share = [deliveries[i::THREADS] for i in range(THREADS)]
     interval = (THREADS * PER_DELIVERY / rate) if rate else 0.0
 
@@ -134,8 +199,10 @@ def _post_all(args: tuple[str, str, list[str], float]) -> list[tuple[str, float,
         mine: list[tuple[str, float, int]] = []
         next_at = time.monotonic()
         for group in groups:
-            sender = _sender(group[0])
-            body = _delivery(address, group, sender)
+            if group[0].startswith(UPDATE):
+                body = _update_delivery(address, group[0])
+            else:
+                body = _delivery(address, group, _sender(group[0]))
             signature = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
             if interval:
                 next_at += interval
@@ -233,15 +300,28 @@ class Listener:
 
 
 def run_phase(
-    topology: Topology, listener: Listener, address: str, count: int, rate: float
+    topology: Topology,
+    listener: Listener,
+    address: str,
+    count: int,
+    rate: float,
+    updates: list[str] | None = None,
+    backlog: bool = False,
 ) -> dict[str, Any]:
-    """Post ``count`` messages at ``rate`` messages/s in total (0: as fast as answered), then resend every
-    delivery not answered 200 once more, as Meta does (its retries start seconds later)."""
+    """Post ``count`` messages at ``rate`` messages/s in total (0: as fast as answered), with ``updates``
+    (statuses and reactions, ``update:`` work items) spread among them, then resend every delivery not
+    answered 200 once more, as Meta does (its retries start seconds later). With ``backlog`` the job
+    workers are paused while posting and resumed after it."""
     external_ids = [f"wamid.bench{uuid.uuid4().hex}" for _ in range(count)]
-    shares = [external_ids[i::SENDERS] for i in range(SENDERS)]
+    work = external_ids + list(updates or ())
+    random.Random(count).shuffle(work)
+    shares = [work[i::SENDERS] for i in range(SENDERS)]
+    workers = [p for p in topology.processes if "jobs" in " ".join(str(a) for a in p.args)] if backlog else []
+    for process in workers:
+        process.send_signal(signal.SIGSTOP)
     started = time.time()
     with CpuMeter() as meter, multiprocessing.get_context("spawn").Pool(SENDERS) as pool:
-        posted = [
+        everything = [
             row
             for rows in pool.map(
                 _post_all, [(topology.url, address, share, rate / SENDERS) for share in shares]
@@ -249,10 +329,15 @@ def run_phase(
             for row in rows
         ]
         posted_at = time.time()
+        for process in workers:
+            process.send_signal(signal.SIGCONT)
+        drain_from = posted_at if backlog else started
+        posted = [row for row in everything if not row[0].startswith(UPDATE)]
         accepted = [external_id for external_id, _, status in posted if status == 200]
         listener.wait_for(accepted)
     # the rates and latencies are those of the messages accepted at once; the others are resent after
     failed = Counter(status for _, _, status in posted if status != 200)
+    updates_failed = [item for item, _, status in everything if item.startswith(UPDATE) and status != 200]
     got = [e for e in accepted if e in listener.arrived]
     finished = max((listener.arrived[e] for e in got), default=time.time())
     sent_at = {external_id: at for external_id, at, _ in posted}
@@ -261,15 +346,18 @@ def run_phase(
     to_store = sorted((listener.stored[e] - sent_at[e]) * 1000 for e in got if e in listener.stored)
     to_client = sorted((listener.arrived[e] - listener.stored[e]) * 1000 for e in got if e in listener.stored)
     retried = [external_id for external_id, _, status in posted if status != 200]
-    if retried:
-        _post_all((topology.url, address, retried, 0.0))
+    if retried or updates_failed:
+        _post_all((topology.url, address, retried + updates_failed, 0.0))
         listener.wait_for(external_ids)
     return {
+        "updates": len(updates or ()),
+        "updates_refused": len(updates_failed),
         "accepted_rate": len(accepted) / max(posted_at - started, 1e-9),
         "refused": failed,
         "events": len(got),
         "pushed_rate": len(got) / max(finished - started, 1e-9),
-        "drained_s": finished - started,
+        "drained_s": finished - drain_from,
+        "deliveries": -(-count // PER_DELIVERY) + len(updates or ()),
         "tail_s": max(0.0, finished - posted_at),
         "p50": statistics.median(latencies) if latencies else float("nan"),
         "p95": _p95(latencies),
@@ -279,6 +367,43 @@ def run_phase(
         "push_p95": _p95(to_client),
         "cpu": meter.report(count, max(finished - started, 1e-9)),
     }
+
+
+def send_replies(url: str, key: str, org_id: str, address: str) -> list[tuple[str, str]]:
+    """``REPLIES`` desk replies to each of the ``CONTACTS`` senders through the API (the simulator accepts
+    them; its own statuses follow through the job queue): (contact's wa_id, reply's provider id) each."""
+    replies: list[tuple[str, str]] = []
+    for n in range(CONTACTS):
+        contact = f"52155{n:08d}"
+        for reply in range(REPLIES):
+            response = requests.post(
+                f"{url}/v2/messages/organizations/{org_id}/messages",
+                json={
+                    "organization_address": address,
+                    "service": "whatsapp",
+                    "contact_address": contact,
+                    "direction": "outgoing",
+                    "content": {"kind": "text", "text": f"reply {reply}"},
+                },
+                headers={"X-API-Key": key},
+                timeout=30,
+            )
+            if response.status_code == 201 and response.json().get("external_id"):
+                replies.append((contact, response.json()["external_id"]))
+    return replies
+
+
+def updates_for(replies: list[tuple[str, str]], count: int) -> list[str]:
+    """``count`` statuses and reactions on the replies, as work items (a fixed random choice)."""
+    rng = random.Random(count)
+    items: list[str] = []
+    for _ in range(count if replies else 0):
+        contact, message_id = rng.choice(replies)
+        if rng.random() < 0.6:
+            items.append(f"{UPDATE}status|{message_id}|{contact}|{rng.choice(['delivered', 'read'])}")
+        else:
+            items.append(f"{UPDATE}reaction|{message_id}|{contact}|{rng.choice(['👍', '❤️', ''])}")
+    return items
 
 
 def _p95(ordered: list[float]) -> float:
@@ -328,8 +453,10 @@ def main() -> None:
         listener = Listener(topology.url, key)
         try:
             run_phase(topology, listener, address, 200, 0)  # warm-up: connections, caches, JIT of plans
+            replies = send_replies(topology.url, key, org_id, address) if UPDATES and CONTACTS else []
             with _profiled(topology):
-                burst = run_phase(topology, listener, address, MESSAGES, RATE)
+                updates = updates_for(replies, UPDATES)
+                burst = run_phase(topology, listener, address, MESSAGES, RATE, updates, BACKLOG)
             paced = run_phase(topology, listener, address, LATENCY_MESSAGES, LATENCY_RATE)
         finally:
             listener.client.disconnect()
@@ -340,7 +467,8 @@ def main() -> None:
             headers={"X-API-Key": key},
             timeout=30,
         ).json()
-    sent = 200 + MESSAGES + LATENCY_MESSAGES
+    sent = 200 + MESSAGES + LATENCY_MESSAGES  # the contacts' messages, each pushed to the client
+    kept = sent + len(replies)  # and the desk's replies (their message.created went out before an id)
     stored = int(listed.get("total", -1))
     events = len(listener.arrived)
     deadlocks = _pg_deadlocks(environment["DATABASE_URL"], settle=True)
@@ -348,6 +476,11 @@ def main() -> None:
     contacts = f"{CONTACTS} contacts" if CONTACTS else "a new contact each"
     shape = f"{PER_DELIVERY} a delivery, {contacts}, {SENDERS}x{THREADS} senders, {pace}"
     print(f"burst: {MESSAGES} messages, {shape}")
+    if burst["updates"]:
+        print(
+            f"  with {burst['updates']} statuses and reactions on {len(replies)} desk replies "
+            f"({burst['updates_refused']} not answered 200, resent once)"
+        )
     print(
         f"  accepted/s (messages in deliveries answered 200) {burst['accepted_rate']:6.0f}   "
         f"({_refusals(burst['refused'])})"
@@ -357,10 +490,17 @@ def main() -> None:
         f"(target >= {TARGET_RATE:.0f}: {_verdict(burst['pushed_rate'] >= TARGET_RATE)})"
     )
     print(f"  webhook -> message.created   p50 {burst['p50']:7.1f} ms   p95 {burst['p95']:7.1f} ms (queued)")
-    print(
-        f"  drained in                   {burst['drained_s']:8.1f} s   first POST to last message.created "
-        f"({burst['tail_s']:.1f} s after the last answer)"
-    )
+    if BACKLOG:
+        print(
+            f"  drained in                   {burst['drained_s']:8.1f} s   the stored burst, from the job "
+            f"workers' resume to the last message.created "
+            f"({burst['deliveries'] / max(burst['drained_s'], 1e-9):.0f} deliveries/s)"
+        )
+    else:
+        print(
+            f"  drained in                   {burst['drained_s']:8.1f} s   first POST to last "
+            f"message.created ({burst['tail_s']:.1f} s after the last answer)"
+        )
     print(
         "  CPU per message, by component (the machine's budget at the target: "
         f"{(os.cpu_count() or 1) * 1000 / TARGET_RATE:.1f} ms):"
@@ -391,9 +531,9 @@ def main() -> None:
         print("deadlocks: (SQLite: none possible)", end="")
     raised, retried = _logged_deadlocks(topology)
     print(f"; job-worker logs: {raised} raised to the job, {retried} retried in the batch")
-    all_once = stored == sent and events == sent and not listener.duplicates
+    all_once = stored == kept and events == sent and not listener.duplicates
     print(
-        f"nothing lost: stored {stored}/{sent}, events {events}/{sent}, duplicate events "
+        f"nothing lost: stored {stored}/{kept}, events {events}/{sent}, duplicate events "
         f"{listener.duplicates}   (target: every message stored and pushed once: {_verdict(all_once)})"
     )
 

@@ -142,7 +142,7 @@ def _sqlite_index_without_nulls_last(element: CreateIndex, compiler: Any, **kw: 
     return str(compiler.visit_create_index(element, **kw)).replace(" DESC NULLS LAST", " DESC")
 
 
-def for_update(statement: Select[Any], *, skip_locked: bool = False) -> Select[Any]:
+def for_update(statement: Select[Any], *, skip_locked: bool = False, no_key: bool = False) -> Select[Any]:
     """``statement`` (rows about to be read, changed and written back) holding their rows until the commit,
     and read afresh: a read-modify-write of a row (a message's JSON ``status`` merge, for one) must take
     turns with a concurrent one or it overwrites the other's change.
@@ -151,11 +151,26 @@ def for_update(statement: Select[Any], *, skip_locked: bool = False) -> Select[A
     deadlocking). SQLite has no row locks and pysqlite reads outside a transaction: the database's write
     lock is taken first (``BEGIN IMMEDIATE``, waiting on ``busy_timeout``), so the read sees the last
     commit and nobody writes before ours. ``skip_locked`` (PostgreSQL): rows another transaction holds
-    are left out instead of waited for."""
+    are left out instead of waited for. ``no_key`` (PostgreSQL): ``FOR NO KEY UPDATE``, the lock an
+    UPDATE of non-key columns takes: lockers still take turns, but another transaction's foreign-key
+    check on the row (``FOR KEY SHARE``: a message inserted or updated in a locked conversation) does
+    not wait for it, so that check cannot close a cycle of waits."""
     connection = db.session.connection()
     if connection.dialect.name == "sqlite":
         raw = connection.connection.dbapi_connection
         if raw is not None and not raw.in_transaction:
             raw.execute("BEGIN IMMEDIATE")
         return statement.execution_options(populate_existing=True)
-    return statement.with_for_update(skip_locked=skip_locked).execution_options(populate_existing=True)
+    locked = statement.with_for_update(skip_locked=skip_locked, key_share=no_key)
+    return locked.execution_options(populate_existing=True)
+
+
+# SQLSTATEs of a transaction that lost a lock conflict: a deadlock victim, a serialization failure.
+LOCK_CONFLICTS = frozenset({"40P01", "40001"})
+
+
+def lock_conflict(error: BaseException) -> str | None:
+    """The SQLSTATE when ``error`` (a SQLAlchemy error or the driver's own) says the transaction lost a
+    lock conflict: rolled back by the database, it can run again as it was; ``None`` otherwise."""
+    state = getattr(getattr(error, "orig", None) or error, "sqlstate", None)
+    return state if state in LOCK_CONFLICTS else None

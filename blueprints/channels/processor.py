@@ -15,7 +15,12 @@ pending again and the next drain takes them, and the unique provider message id 
 exactly once. A batch that meets a concurrent writer's row (two batches creating one new contact) is
 claimed and run again; a batch that fails otherwise (one poison delivery) is run again one delivery at a
 time through ``delivery.store_delivery``, which keeps the good items and makes dead letters of the bad.
-Only a database that cannot be reached stops the drain (the job is retried; the rows stay pending).
+A batch that loses a lock conflict (a deadlock victim, SQLSTATE 40P01, or a serialization failure, 40001)
+is run again at once, after a short random pause, up to :data:`LOCK_RETRIES` times, and none of that
+counts as a failed attempt: the conflict says nothing about its deliveries. (The batch takes its locks
+in one order, ``messaging.threads``, so two drainers should not deadlock at all; the retry is the
+safety net.) Only a database that cannot be reached stops the drain and counts as an attempt (the job
+is retried; the rows stay pending).
 
 Who drains (``JOBS_MODE``): ``redis``: the job queue (``flask jobs worker``), one job enqueued per burst
 (a Redis flag debounces the enqueue; each job drains until nothing is pending); ``embedded``: a drainer
@@ -28,6 +33,7 @@ from __future__ import annotations
 
 import json
 import logging
+import random
 import threading
 import time
 import uuid
@@ -42,7 +48,7 @@ from sqlalchemy.exc import IntegrityError
 from blueprints.channels import dead_letters, inbound
 from blueprints.channels.delivery import TRANSIENT, store_delivery
 from blueprints.channels.intake import ERROR_LIMIT, InboundDelivery
-from core.db import db, for_update, utcnow
+from core.db import db, for_update, lock_conflict, utcnow
 from core.environments import LIVE, current_environment, environment_app, in_environment
 from core.jobs import job, periodic
 
@@ -55,6 +61,11 @@ BATCH_SIZE = 200
 BATCH_EVENTS = 500
 ATTEMPTS = 3  # claims of one batch that met a concurrent writer's row before it goes one by one
 MAX_ATTEMPTS = 5  # a delivery that failed this often is kept as a dead letter and left alone
+# Runs of one batch that lost a lock conflict, at once, before the drain gives up until the job's retry;
+# not failed attempts. The pause before each is random (up to LOCK_RETRY_PAUSE seconds times the retry's
+# number), so two batches that met do not meet again in step.
+LOCK_RETRIES = 5
+LOCK_RETRY_PAUSE = 0.05
 RETENTION = timedelta(days=3)
 PURGE_CHUNK = 5000
 DRAIN_FLAG_MS = 2000  # how long an enqueued drain job stands for the deliveries that follow it
@@ -75,7 +86,9 @@ def drain(app: Flask, environment: str, *, batch_size: int | None = None) -> int
 def _drain_batch(app: Flask, environment: str, size: int, max_events: int) -> tuple[int, int]:
     """One batch: (deliveries processed, deliveries claimed but left for the next batch)."""
     claimed: list[uuid.UUID] = []
-    for attempt in range(ATTEMPTS):
+    conflicts = 0
+    attempt = 0
+    while attempt < ATTEMPTS:
         claimed = []
         started = time.perf_counter()
         try:
@@ -93,11 +106,36 @@ def _drain_batch(app: Flask, environment: str, size: int, max_events: int) -> tu
         except IntegrityError:
             # A concurrent batch (or a send) stored the same contact, conversation or message first: what
             # it committed is found on the next claim.
-            log.info("inbound batch met a concurrent writer (attempt %d); claiming again", attempt + 1)
+            attempt += 1
+            log.info("inbound batch met a concurrent writer (attempt %d); claiming again", attempt)
             continue
-        except TRANSIENT:
-            _record_failure(app, environment, claimed, "database unavailable; retried")
-            raise
+        except TRANSIENT as error:
+            state = lock_conflict(error)
+            if state is None:
+                _record_failure(app, environment, claimed, "database unavailable; retried")
+                raise
+            # Rolled back whole by the database (in_environment rolled the session back): the same batch
+            # can run again as it was. Not the deliveries' failure, so their attempts stay as they are.
+            if conflicts == LOCK_RETRIES:
+                log.warning(
+                    "inbound batch of %d deliveries lost %d lock conflicts (SQLSTATE %s); "
+                    "left pending for the job's retry",
+                    len(claimed),
+                    conflicts + 1,
+                    state,
+                )
+                raise
+            conflicts += 1
+            log.warning(
+                "inbound batch of %d deliveries lost a lock conflict (SQLSTATE %s); running it again "
+                "(%d of %d)",
+                len(claimed),
+                state,
+                conflicts,
+                LOCK_RETRIES,
+            )
+            time.sleep(random.uniform(0, LOCK_RETRY_PAUSE * conflicts))
+            continue
         except Exception as error:
             log.exception("inbound batch of %d deliveries failed; taking them one by one", len(claimed))
             _record_failure(app, environment, claimed, f"batch failed: {type(error).__name__}: {error}")

@@ -6,7 +6,8 @@ time; :func:`store_item` (connected in ``init_app``) stores an item and makes it
 at-least-once and out of order, so:
 - a provider message id already stored (or repeated inside the delivery) is counted as a duplicate;
 - statuses only move forward and keep their timestamps (``threads.apply_status``), merged under a lock
-  on the message row (``core.db.for_update``) so concurrent deliveries for one message take turns;
+  on the message row so concurrent deliveries for one message take turns (taken with the rows of every
+  other message the delivery or batch changes, in one statement by id: ``threads``' lock order);
 - a status for a message not stored yet waits in the backlog; whichever of the send and this delivery
   commits last applies it (:func:`store_item` looks again after its commit);
 - two deliveries racing on the same message meet the unique constraint: the loser rolls back and runs
@@ -25,8 +26,10 @@ import logging
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import ColumnElement, and_, or_, select
 from sqlalchemy.exc import IntegrityError
 
 from blueprints.channels.inbound import (
@@ -50,15 +53,19 @@ from blueprints.messaging.models import (
 from blueprints.messaging.reactions import apply_reaction
 from blueprints.messaging.schemas import MessageOut
 from blueprints.messaging.threads import (
+    CHUNK,
     ThreadKey,
     ThreadRequest,
     apply_backlog,
     apply_status,
+    apply_waiting,
+    arrival_times,
     chunks,
+    lock_in_order,
     resolve_threads,
 )
 from core import uow
-from core.db import db, for_update, isoformat
+from core.db import db, isoformat
 from core.events import publish
 
 log = logging.getLogger(__name__)
@@ -154,24 +161,27 @@ def _ingest_once(events: Sequence[Event]) -> tuple[DeliveryReport, set[tuple[uui
     def address_of(event: Event) -> OrganizationAddress | None:
         return addresses.get((event.service, event.organization_address))
 
-    _store_messages(
-        [(a, e) for e in events if isinstance(e, InboundMessage) and (a := address_of(e))], result
-    )
     # An echo of a message the desk sent (Instagram/Messenger) is that message's "sent" status.
     echoes = [
         StatusUpdate(e.service, e.organization_address, e.external_id, "sent", e.timestamp)
         for e in events
         if isinstance(e, InboundMessage) and e.direction == "outgoing"
     ]
-    statuses = [e for e in events if isinstance(e, StatusUpdate)] + echoes
-    _apply_statuses([(a, e) for e in statuses if (a := address_of(e))], result, waiting)
-    _apply_watermarks(
-        [(a, e) for e in events if isinstance(e, WatermarkUpdate) and (a := address_of(e))], result
+    status_events = [e for e in events if isinstance(e, StatusUpdate)] + echoes
+    statuses = [(a, e) for e in status_events if (a := address_of(e))]
+    watermarks = [(a, e) for e in events if isinstance(e, WatermarkUpdate) and (a := address_of(e))]
+    reactions = [(a, e) for e in events if isinstance(e, ReactionUpdate) and (a := address_of(e))]
+    # The lock order (threads' docstring): contacts and conversations, the new messages by provider id,
+    # then every stored message the statuses, watermarks and reactions change, in one statement by id
+    # (after the new ones: a reaction may point to a message stored by this very batch), then the new
+    # backlog rows by key. Each message is changed in memory and written once, at the flush.
+    _store_messages(
+        [(a, e) for e in events if isinstance(e, InboundMessage) and (a := address_of(e))], result
     )
-    # after the messages: a reaction may point to a message stored by this very item
-    _apply_reactions(
-        [(a, e) for e in events if isinstance(e, ReactionUpdate) and (a := address_of(e))], result
-    )
+    targets = _lock_targets(statuses, watermarks, reactions)
+    _apply_statuses(statuses, targets, result, waiting)
+    _apply_watermarks(watermarks, targets, result)
+    _apply_reactions(reactions, targets, result)
     db.session.flush()  # a race with another delivery shows here, inside the retry
     return result, waiting
 
@@ -208,7 +218,7 @@ def _store_messages(items: list[tuple[OrganizationAddress, InboundMessage]], res
         for address, event in fresh
     )
     created: list[Message] = []
-    for address, event in fresh:
+    for (address, event), created_at in zip(fresh, arrival_times(len(fresh)), strict=True):
         thread = threads[
             ThreadKey(address.organization_id, address.service, address.address, event.contact_address)
         ]
@@ -228,12 +238,20 @@ def _store_messages(items: list[tuple[OrganizationAddress, InboundMessage]], res
             status={INCOMING_STATUS if incoming else "sent": isoformat(event.timestamp)},
             current_status=INCOMING_STATUS if incoming else "sent",
             reply_to=event.reply_to,
+            # in timestamp order, the order of a thread's messages of one second, though inserted below
+            # in provider-id order
+            created_at=created_at,
+            updated_at=created_at,
         )
-        db.session.add(message)
         created.append(message)
         _touch(conversation, message)
+    # Inserted in the order of their unique key: two batches given one message twice (Meta delivers at
+    # least once) wait for each other's insert in one direction only.
+    db.session.add_all(sorted(created, key=lambda m: (m.organization_id, m.external_id or "")))
     db.session.flush()
-    apply_backlog([m for m in created if m.direction == "outgoing"])
+    # The backlog of the new outgoing messages (echoes of the Page's sends): their rows are this
+    # transaction's own, invisible to any other, so they need no lock.
+    apply_waiting([m for m in created if m.direction == "outgoing"])
     for message in created:
         publish("message.created", message.organization_id, MessageOut.dump(message))
     result.messages_created += len(created)
@@ -251,42 +269,124 @@ def _touch(conversation: Conversation, message: Message) -> None:
         conversation.status = "active"
 
 
-def _external_ids_by_org(pairs: Iterable[tuple[OrganizationAddress, str]]) -> dict[uuid.UUID, set[str]]:
-    by_org: dict[uuid.UUID, set[str]] = defaultdict(set)
-    for address, external_id in pairs:
-        by_org[address.organization_id].add(external_id)
-    return by_org
+# A conversation as a watermark names it: (organization, organization address, contact address, service).
+WatermarkKey = tuple[uuid.UUID, str, str, str]
 
 
-def _locked_messages(by_org: dict[uuid.UUID, set[str]]) -> dict[tuple[uuid.UUID, str], Message]:
-    """The stored messages with these provider ids, row-locked until the commit in one order (by id, in
-    chunks), so concurrent deliveries touching the same messages take turns instead of deadlocking."""
-    messages: dict[tuple[uuid.UUID, str], Message] = {}
-    for organization_id, external_ids in by_org.items():
-        for part in chunks(sorted(external_ids)):
-            for message in db.session.scalars(
-                for_update(
-                    select(Message)
-                    .where(Message.organization_id == organization_id, Message.external_id.in_(part))
-                    .order_by(Message.external_id)
+@dataclass
+class _Targets:
+    """The stored messages a batch changes, locked: by (organization, provider id) for statuses and
+    reactions, and per conversation the outgoing ones its watermarks may reach."""
+
+    by_external_id: dict[tuple[uuid.UUID, str], Message] = field(default_factory=dict)
+    by_watermark: dict[WatermarkKey, list[Message]] = field(default_factory=dict)
+
+
+def _watermark_key(address: OrganizationAddress, event: WatermarkUpdate) -> WatermarkKey:
+    return (address.organization_id, address.address, event.contact_address, address.service)
+
+
+def _lock_targets(
+    statuses: list[tuple[OrganizationAddress, StatusUpdate]],
+    watermarks: list[tuple[OrganizationAddress, WatermarkUpdate]],
+    reactions: list[tuple[OrganizationAddress, ReactionUpdate]],
+) -> _Targets:
+    """Every stored message the batch's statuses, watermarks and reactions change, locked until the commit
+    in one ``SELECT ... ORDER BY id FOR NO KEY UPDATE`` (``threads.lock_in_order``) before any of them is
+    changed. Locked in one pass per kind, statuses then reactions, two batches could each hold a message
+    the other's next pass wants."""
+    named: dict[uuid.UUID, set[str]] = defaultdict(set)
+    for address, status in statuses:
+        named[address.organization_id].add(status.external_id)
+    for address, reaction in reactions:
+        named[address.organization_id].add(reaction.message_external_id)
+    conditions: list[tuple[ColumnElement[bool], int]] = [
+        (and_(Message.organization_id == organization_id, Message.external_id.in_(part)), len(part) + 1)
+        for organization_id in sorted(named)
+        for part in chunks(sorted(named[organization_id]))
+    ]
+    # A watermark reaches the outgoing messages of its conversation up to its time, or those it lists:
+    # lock, per conversation, up to the latest of the batch's watermarks and everything any of them lists.
+    reach: dict[WatermarkKey, tuple[datetime, set[str]]] = {}
+    for address, watermark in watermarks:
+        key = _watermark_key(address, watermark)
+        latest, listed = reach.get(key, (watermark.watermark, set()))
+        reach[key] = (max(latest, watermark.watermark), listed | set(watermark.external_ids))
+    conversations = _watermark_conversations(sorted(reach))
+    by_key: dict[WatermarkKey, list[uuid.UUID]] = defaultdict(list)
+    for conversation_id, key in conversations.items():
+        by_key[key].append(conversation_id)
+    for key in sorted(by_key):
+        latest, listed = reach[key]
+        reached = Message.timestamp <= latest
+        if listed:
+            reached = or_(reached, Message.external_id.in_(sorted(listed)))
+        conditions.append(
+            (
+                and_(
+                    Message.organization_id == key[0],
+                    Message.direction == "outgoing",
+                    Message.conversation_id.in_(sorted(by_key[key])),
+                    reached,
+                ),
+                4 + len(by_key[key]) + len(listed),
+            )
+        )
+    targets = _Targets()
+    for message in lock_in_order(Message, conditions):
+        if message.external_id:
+            targets.by_external_id[(message.organization_id, message.external_id)] = message
+        key = conversations.get(message.conversation_id)
+        if key is not None and message.direction == "outgoing":
+            targets.by_watermark.setdefault(key, []).append(message)
+    return targets
+
+
+def _watermark_conversations(keys: Sequence[WatermarkKey]) -> dict[uuid.UUID, WatermarkKey]:
+    """The conversations the watermarks name, by id (one read for the batch, in chunks)."""
+    found: dict[uuid.UUID, WatermarkKey] = {}
+    for part in chunks(keys, CHUNK // 4):
+        rows = db.session.execute(
+            select(
+                Conversation.id,
+                Conversation.organization_id,
+                Conversation.organization_address,
+                Conversation.contact_address,
+                Conversation.service,
+            ).where(
+                or_(
+                    *(
+                        and_(
+                            Conversation.organization_id == organization_id,
+                            Conversation.organization_address == organization_address,
+                            Conversation.contact_address == contact_address,
+                            Conversation.service == service,
+                        )
+                        for organization_id, organization_address, contact_address, service in part
+                    )
                 )
-            ):
-                messages[(organization_id, message.external_id or "")] = message
-    return messages
+            )
+        )
+        for conversation_id, *key in rows:
+            found[conversation_id] = (key[0], key[1], key[2], key[3])
+    return found
 
 
 def _apply_statuses(
     items: list[tuple[OrganizationAddress, StatusUpdate]],
+    targets: _Targets,
     result: DeliveryReport,
     backlogged: set[tuple[uuid.UUID, str]],
 ) -> None:
     if not items:
         return
-    by_org = _external_ids_by_org((address, event.external_id) for address, event in items)
-    messages = _locked_messages(by_org)
+    missing: dict[uuid.UUID, set[str]] = defaultdict(set)
+    for address, event in items:
+        if (address.organization_id, event.external_id) not in targets.by_external_id:
+            missing[address.organization_id].add(event.external_id)
     waiting: set[tuple[uuid.UUID, str, str]] = set()
-    for organization_id, external_ids in by_org.items():
-        for part in chunks(sorted(external_ids)):
+    for organization_id in sorted(missing):
+        for part in chunks(sorted(missing[organization_id])):
             for row in db.session.execute(
                 select(StatusBacklog.external_id, StatusBacklog.status).where(
                     StatusBacklog.organization_id == organization_id, StatusBacklog.external_id.in_(part)
@@ -294,22 +394,21 @@ def _apply_statuses(
             ):
                 waiting.add((organization_id, row.external_id, row.status))
     changed: dict[uuid.UUID, Message] = {}
+    backlog: dict[tuple[uuid.UUID, str, str], StatusBacklog] = {}
     for address, event in items:
         if event.status not in STATUS_RANK or event.status in DESK_STATUSES:
             continue
-        message = messages.get((address.organization_id, event.external_id))
+        message = targets.by_external_id.get((address.organization_id, event.external_id))
         if message is None:
             key = (address.organization_id, event.external_id, event.status)
             if key not in waiting:
                 waiting.add(key)
-                db.session.add(
-                    StatusBacklog(
-                        organization_id=address.organization_id,
-                        external_id=event.external_id,
-                        status=event.status,
-                        timestamp=event.timestamp,
-                        error=event.error,
-                    )
+                backlog[key] = StatusBacklog(
+                    organization_id=address.organization_id,
+                    external_id=event.external_id,
+                    status=event.status,
+                    timestamp=event.timestamp,
+                    error=event.error,
                 )
                 result.statuses_waiting += 1
                 backlogged.add((address.organization_id, event.external_id))
@@ -317,32 +416,22 @@ def _apply_statuses(
         if apply_status(message, event.status, event.timestamp, event.error):
             changed[message.id] = message
             result.statuses_applied += 1
+    # inserted in the order of their unique key, the last of the lock order
+    db.session.add_all([backlog[key] for key in sorted(backlog)])
     _publish_updates(changed.values())
 
 
 def _apply_watermarks(
-    items: list[tuple[OrganizationAddress, WatermarkUpdate]], result: DeliveryReport
+    items: list[tuple[OrganizationAddress, WatermarkUpdate]], targets: _Targets, result: DeliveryReport
 ) -> None:
     changed: dict[uuid.UUID, Message] = {}
     for address, event in items:
-        conversation_ids = select(Conversation.id).where(
-            Conversation.organization_id == address.organization_id,
-            Conversation.organization_address == address.address,
-            Conversation.contact_address == event.contact_address,
-            Conversation.service == address.service,
-        )
-        statement = select(Message).where(
-            Message.organization_id == address.organization_id,
-            Message.direction == "outgoing",
-            Message.conversation_id.in_(conversation_ids),
-        )
-        if event.external_ids:
-            statement = statement.where(
-                (Message.timestamp <= event.watermark) | Message.external_id.in_(event.external_ids)
-            )
-        else:
-            statement = statement.where(Message.timestamp <= event.watermark)
-        for message in db.session.scalars(for_update(statement.order_by(Message.id))):
+        reached = [
+            message
+            for message in targets.by_watermark.get(_watermark_key(address, event), ())
+            if message.timestamp <= event.watermark or message.external_id in event.external_ids
+        ]
+        for message in sorted(reached, key=lambda m: m.id):
             if message.current_status in ("pending", "failed"):
                 continue
             if apply_status(message, event.status, event.watermark):
@@ -351,19 +440,18 @@ def _apply_watermarks(
     _publish_updates(changed.values())
 
 
-def _apply_reactions(items: list[tuple[OrganizationAddress, ReactionUpdate]], result: DeliveryReport) -> None:
+def _apply_reactions(
+    items: list[tuple[OrganizationAddress, ReactionUpdate]], targets: _Targets, result: DeliveryReport
+) -> None:
     """Each reaction onto the message it names, under the message's row lock (like statuses): two
     deliveries touching one message's reactions take turns. A reaction to a message the desk does not
     have, or that is not this contact's thread on this address, is counted and dropped (it cannot be
     shown anywhere; Meta's reactions to messages older than the desk's history are such)."""
     if not items:
         return
-    messages = _locked_messages(
-        _external_ids_by_org((address, event.message_external_id) for address, event in items)
-    )
     changed: dict[uuid.UUID, Message] = {}
     for address, event in sorted(items, key=lambda item: item[1].timestamp):
-        message = messages.get((address.organization_id, event.message_external_id))
+        message = targets.by_external_id.get((address.organization_id, event.message_external_id))
         if (
             message is None
             or message.service != address.service

@@ -6,6 +6,7 @@ from blueprints.crm.pages import contacts  # noqa: F401
 from blueprints.crm.pages import deals  # noqa: F401
 from blueprints.crm.pages import panel  # noqa: F401  (registers its routes)
 from blueprints.crm.pages import tasks  # noqa: F401
+from blueprints.crm.pages import tickets  # noqa: F401
 from blueprints.crm.pages.common import pages
 
 __all__ = ["pages"]

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import re
 import uuid
-from dataclasses import dataclass
-from datetime import date
-from typing import Any
+from dataclasses import dataclass, replace
+from datetime import date, datetime
+from typing import Any, get_args
 
 import nh3
-from sqlalchemy import func, select
+from sqlalchemy import Select, case, func, or_, select, union_all
 from sqlalchemy.orm import joinedload, selectinload
 
 from blueprints.audit import services as audit_log
@@ -35,10 +35,11 @@ from blueprints.crm.services.common import (
     local_range,
     next_ticket_number,
 )
-from core.db import db, utcnow
+from core.db import ORDERED_INDEXES, db, utcnow
 from core.events import publish
-from core.pagination import Page, paginate
+from core.pagination import Keyset, Page, decode_cursor, encode_cursor, paginate
 from core.textsearch import contains, text_index
+from core.timeutil import as_utc
 
 TICKET_LOAD = (selectinload(Ticket.conversations),)
 # One ticket: its links joined into the same query (one round trip; a list keeps the IN query above).
@@ -301,12 +302,25 @@ class TicketFilters:
     created_after: date | None = None
     created_before: date | None = None
     timezone: Timezone = None
+    ticket_type_id: uuid.UUID | None = None
 
 
-def list_tickets(organization_id: uuid.UUID, query: TicketFilters) -> Page[Ticket]:
-    query = check(query)
-    conditions = [Ticket.organization_id == organization_id]
-    for name in ("state", "priority", "assignee_member_id", "requester_id", "account_id", "project_id"):
+# The filters that name a column of the ticket with the value to equal.
+_EQUAL_FILTERS = (
+    "state",
+    "priority",
+    "assignee_member_id",
+    "requester_id",
+    "account_id",
+    "project_id",
+    "ticket_type_id",
+)
+
+
+def _conditions(organization_id: uuid.UUID, query: TicketFilters) -> list[Any]:
+    """The WHERE of a ticket list under ``query`` (the list's and the board's, so both find the same)."""
+    conditions: list[Any] = [Ticket.organization_id == organization_id]
+    for name in _EQUAL_FILTERS:
         value = getattr(query, name)
         if value is not None:
             conditions.append(getattr(Ticket, name) == value)
@@ -321,6 +335,12 @@ def list_tickets(organization_id: uuid.UUID, query: TicketFilters) -> Page[Ticke
         conditions.append(Ticket.created_at >= start)
     if end is not None:
         conditions.append(Ticket.created_at < end)
+    return conditions
+
+
+def list_tickets(organization_id: uuid.UUID, query: TicketFilters) -> Page[Ticket]:
+    query = check(query)
+    conditions = _conditions(organization_id, query)
     statement = (
         select(Ticket)
         .where(*conditions)
@@ -328,6 +348,125 @@ def list_tickets(organization_id: uuid.UUID, query: TicketFilters) -> Page[Ticke
         .options(*TICKET_LOAD)
     )
     return paginate(statement, offset=query.offset, limit=query.limit)
+
+
+# ---------------------------------------------------------------------------------------- the board
+
+# The board's columns, in the order of the states' rule.
+BOARD_STATES: tuple[str, ...] = get_args(TicketState)
+# An open column lists its tickets newest first (the list's order, ``ix_crm_tickets_list_state``); the
+# closed column the latest closed first (``ix_crm_tickets_board_closed``, migration crm_0006), and only
+# those closed since the board's window opened: years of closed tickets are history, not work.
+_OPEN_ORDER = Keyset((Ticket.created_at, Ticket.number), descending=True)
+_CLOSED_ORDER = Keyset((Ticket.closed_at, Ticket.number), descending=True)
+# The closed column's index (crm_0006) is declared by its migration alone, like the lists' ordered indexes.
+ORDERED_INDEXES.add("ix_crm_tickets_board_closed")
+
+
+@dataclass(frozen=True)
+class BoardCount:
+    """A column's figures under the board's filters: ``total`` tickets in the state, ``shown`` of them
+    in the column (the closed column: those closed within the window; any other: all of them)."""
+
+    total: int = 0
+    shown: int = 0
+
+
+@dataclass(frozen=True)
+class BoardCards:
+    tickets: list[Ticket]
+    next_cursor: str | None  # None: the column has no more cards
+
+
+def _board_statement(
+    organization_id: uuid.UUID, query: TicketFilters, state: str, closed_since: datetime
+) -> tuple[Select[Any], Keyset]:
+    conditions = [*_conditions(organization_id, replace(query, state=None)), Ticket.state == state]
+    if state == "closed":
+        conditions.append(Ticket.closed_at >= closed_since)
+    keyset = _CLOSED_ORDER if state == "closed" else _OPEN_ORDER
+    order = [column.desc() for column in keyset.columns]
+    return select(Ticket).where(*conditions).order_by(*order), keyset
+
+
+def board_counts(
+    organization_id: uuid.UUID, query: TicketFilters, closed_since: datetime
+) -> dict[str, BoardCount]:
+    """Every column's figures in one grouped query (the board never counts the cards it loaded)."""
+    query = check(query)
+    conditions = _conditions(organization_id, replace(query, state=None))
+    recent = func.count(case((Ticket.closed_at >= closed_since, 1)))
+    rows = db.session.execute(
+        select(Ticket.state, func.count(), recent).where(*conditions).group_by(Ticket.state)
+    )
+    counts = {state: BoardCount() for state in BOARD_STATES}
+    for state, total, closed_recently in rows:
+        counts[state] = BoardCount(total, closed_recently if state == "closed" else total)
+    return counts
+
+
+def board_columns(
+    organization_id: uuid.UUID, query: TicketFilters, closed_since: datetime, limit: int
+) -> dict[str, BoardCards]:
+    """The first ``limit`` cards of every column in one statement: one index seek per column joined by
+    UNION ALL, whatever the number of tickets."""
+    query = check(query)
+    branches = []
+    for state in BOARD_STATES:
+        statement, _keyset = _board_statement(organization_id, query, state, closed_since)
+        # limit + 1: the extra row says whether the column has more (and is dropped)
+        page = statement.with_only_columns(Ticket.id).limit(limit + 1).subquery()
+        branches.append(select(page.c.id))
+    wanted = union_all(*branches).subquery()
+    tickets = list(db.session.scalars(select(Ticket).where(Ticket.id.in_(select(wanted.c.id)))))
+    columns: dict[str, BoardCards] = {}
+    for state in BOARD_STATES:
+        keyset = _CLOSED_ORDER if state == "closed" else _OPEN_ORDER
+        mine = sorted(
+            (t for t in tickets if t.state == state),
+            key=lambda t, k=keyset: tuple(as_utc(v) if isinstance(v, datetime) else v for v in k.position(t)),
+            reverse=True,
+        )
+        columns[state] = _cards(mine, keyset, limit)
+    return columns
+
+
+def board_cards(
+    organization_id: uuid.UUID,
+    query: TicketFilters,
+    state: str,
+    closed_since: datetime,
+    *,
+    cursor: str | None,
+    limit: int,
+) -> BoardCards:
+    """A column's next cards after ``cursor`` (its "load more"); a seek, so a deep page costs what the
+    first one does, and cards moved meanwhile never make it repeat or skip one."""
+    query = check(query)
+    state = _STATE.check(state, "state")
+    statement, keyset = _board_statement(organization_id, query, state, closed_since)
+    if cursor:
+        statement = statement.where(keyset.after(decode_cursor(cursor, f"board:{state}")))
+    return _cards(list(db.session.scalars(statement.limit(limit + 1))), keyset, limit, state)
+
+
+def _cards(tickets: list[Ticket], keyset: Keyset, limit: int, state: str | None = None) -> BoardCards:
+    shown = tickets[:limit]
+    if len(tickets) <= limit or not shown:
+        return BoardCards(shown, None)
+    sort = f"board:{state or shown[-1].state}"
+    return BoardCards(shown, encode_cursor(sort, keyset.position(shown[-1])))
+
+
+def ticket_on_board(
+    organization_id: uuid.UUID, query: TicketFilters, ticket_id: uuid.UUID, closed_since: datetime
+) -> Ticket | None:
+    """The ticket when a board under ``query`` shows it (in its state's column), else None: what a live
+    update asks of a card another person changed."""
+    query = check(query)
+    conditions = [*_conditions(organization_id, replace(query, state=None)), Ticket.id == ticket_id]
+    conditions.append(or_(Ticket.state != "closed", Ticket.closed_at >= closed_since))
+    return db.session.scalars(select(Ticket).where(*conditions)).one_or_none()
 
 
 # -------------------------------------------------------------------------------- projects, ticket types
@@ -370,8 +509,17 @@ def update_named(organization_id: uuid.UUID, kind: str, item_id: uuid.UUID, chan
 
 
 def delete_named(organization_id: uuid.UUID, kind: str, item_id: uuid.UUID) -> None:
-    """Tickets that pointed at it keep existing with the field cleared (ON DELETE SET NULL)."""
+    """Tickets that pointed at it keep existing with the field cleared (ON DELETE SET NULL); each is
+    announced as updated, so an open board shows it without the name."""
     item = get_named(organization_id, kind, item_id)
+    column = Ticket.project_id if kind == "projects" else Ticket.ticket_type_id
+    cleared = list(
+        db.session.scalars(select(Ticket).where(Ticket.organization_id == organization_id, column == item.id))
+    )
+    for ticket in cleared:
+        setattr(ticket, column.key, None)
+        ticket.updated_at = utcnow()
+        _event(ticket, "updated")
     db.session.delete(item)
     target_type = kind.removesuffix("s").replace("-", "_")  # projects: project, ticket-types: ticket_type
     audit_log.record(f"{target_type}.deleted", target_type, item.id, organization_id=organization_id)

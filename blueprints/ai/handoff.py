@@ -49,6 +49,12 @@ from core.tenancy import find_for_org
 DEFAULT_PAUSE_MINUTES = 30
 
 
+# The words the hand-off note starts with, stored in English like every note the product writes (the API
+# gives notes as stored); the desk shows them in the page's language (inbox pages, ``note_text``).
+HANDOFF_LABELS = {"transfer_to_human": "AI agent handed over", "failed": "AI agent could not answer"}
+TRANSFER_NUMBER = "Transfer rule {rule} names the number {number}."
+
+
 @dataclass(frozen=True)
 class HandOff:
     member_id: str | None
@@ -96,7 +102,7 @@ def hand_off(
             assignment.assign_member(conversation, member.id, assigned_by=actor)
             member_id = member.id
     elif target.startswith("+"):
-        lines.append(f"Transfer rule {rule.get('name') if rule else ''!s} names the number {target}.")
+        lines.append(TRANSFER_NUMBER.format(rule=rule.get("name") if rule else "", number=target))
     if member_id is None:
         team_id, human = _routing_target(conversation, agent_id)
         assignment.unassign_member(conversation, actor=actor)
@@ -112,9 +118,7 @@ def hand_off(
         elif human:
             assignment.assign_member(conversation, human, assigned_by=actor)
             member_id = human
-    label = {"transfer_to_human": "AI agent handed over", "failed": "AI agent could not answer"}.get(
-        reason, "AI agent handed over"
-    )
+    label = HANDOFF_LABELS.get(reason, HANDOFF_LABELS["transfer_to_human"])
     written = notes.add_note(organization_id, conversation.id, f"{label}: " + " ".join(lines), actor=actor)
     publish_updated(conversation, {"extra": ["member_id"]})
     result = HandOff(member_id, team_id, str(rule.get("name")) if rule else None, str(written.id))

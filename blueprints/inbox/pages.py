@@ -14,6 +14,7 @@ as the JSON API; nothing here knows a rule or writes SQL.
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -25,6 +26,7 @@ from flask_babel import lazy_gettext
 from werkzeug.datastructures import MultiDict
 from werkzeug.routing import BuildError
 
+from blueprints.ai import handoff
 from blueprints.ai.views import conversation_state
 from blueprints.channels.provider_ids import INVALID_PROVIDER_ID
 from blueprints.channels.providers import MediaRef
@@ -866,3 +868,35 @@ def left(value: datetime | None) -> str:
 def ago(value: datetime | None) -> str:
     """How long ago, short ("5 min. ago", "hace 5 min"): list rows have little room."""
     return formats.format_ago(value)
+
+
+# ---- notes the product wrote: their English words in the page's language -----------------------------
+
+_HANDOFF_WORDS = {
+    "transfer_to_human": lazy_gettext("AI agent handed over"),
+    "failed": lazy_gettext("AI agent could not answer"),
+}
+_TRANSFER_NUMBER = re.compile(
+    re.escape(handoff.TRANSFER_NUMBER)
+    .replace(r"\{rule\}", "(?P<rule>.*?)")
+    .replace(r"\{number\}", r"(?P<number>\+\d+)")
+)
+
+
+@pages.app_template_filter("note_text")
+def note_text(content: str, actor: str | None) -> str:
+    """A note as the page shows it: an AI agent's hand-off note starts with the product's own English
+    words (stored so, as the API gives notes), written here in the page's language; the agent's own
+    words after them are left as they are. Any other note is shown as written."""
+    if not (actor or "").startswith("ai:"):
+        return content
+    for reason, label in handoff.HANDOFF_LABELS.items():
+        if content.startswith(label + ": "):
+            rest = _TRANSFER_NUMBER.sub(
+                lambda m: _(
+                    "Transfer rule %(rule)s names the number %(number)s.", rule=m["rule"], number=m["number"]
+                ),
+                content[len(label) + 2 :],
+            )
+            return f"{_HANDOFF_WORDS[reason]}: {rest}"
+    return content

@@ -12,7 +12,7 @@ from decimal import Decimal
 from typing import Any
 
 from flask import Blueprint, Response, abort, make_response, render_template, request
-from flask_babel import format_currency, format_decimal
+from flask_babel import format_currency, format_decimal, lazy_gettext
 
 from blueprints.desk.security import DeskUser, protect_pages, require_role, signed_in
 from blueprints.telecom.services import data_esims, ledger, overview, portings, subscriptions
@@ -121,3 +121,42 @@ def data_amount(value: int | None) -> str:
     if value >= 10**9:
         return f"{format_decimal(value / 10**9, format='#,##0.#')} GB"
     return f"{format_decimal(value / 10**6, format='#,##0')} MB"
+
+
+# ---- what the balance tab says a movement was for, in the page's language ----------------------------
+# The ledger stores each movement's description as the services write it, in English (the API gives it
+# so): an order's kind code when an order is settled ("line_purchase"), or a kind word and the plan or
+# offer's name when it is held ("Renewal Plan 10 GB"). The page writes the kind in its language.
+
+ORDER_KINDS = {
+    "line_purchase": lazy_gettext("New line"),
+    "plan_change": lazy_gettext("Plan change"),
+    "topup": lazy_gettext("Top-up"),
+    "renewal": lazy_gettext("Renewal"),
+    "sim_change": lazy_gettext("SIM change"),
+    "suspend": lazy_gettext("Suspension"),
+    "resume": lazy_gettext("Resumption"),
+    "cancel": lazy_gettext("Cancellation"),
+}
+# Longest first: "Travel eSIM top-up <offer>" before "Travel eSIM <offer>".
+DESCRIPTION_PREFIXES = (
+    ("Travel eSIM top-up", lazy_gettext("Travel eSIM top-up")),
+    ("Travel eSIM declined", lazy_gettext("Travel eSIM declined")),
+    ("Travel eSIM", lazy_gettext("Travel eSIM")),
+    ("SIM change", lazy_gettext("SIM change")),
+    ("Renewal", lazy_gettext("Renewal")),
+    ("Top-up", lazy_gettext("Top-up")),
+    ("Line", lazy_gettext("New line")),
+)
+
+
+@pages.app_template_filter("ledger_description")
+def ledger_description(description: str | None) -> str:
+    if not description:
+        return "—"
+    if description in ORDER_KINDS:
+        return str(ORDER_KINDS[description])
+    for prefix, words in DESCRIPTION_PREFIXES:
+        if description == prefix or description.startswith(prefix + " "):
+            return f"{words}{description[len(prefix) :]}"
+    return description

@@ -35,7 +35,7 @@ from typing import Any
 
 from babel.dates import format_timedelta
 from flask import Response, abort, make_response, render_template, request
-from flask_babel import format_currency, format_date, format_decimal
+from flask_babel import format_currency, format_date, format_decimal, pgettext
 from flask_babel import gettext as _
 from sqlalchemy import ColumnElement
 from werkzeug.datastructures import MultiDict
@@ -297,7 +297,12 @@ def _render(template: str, **context: Any) -> str:
 
 
 def _status_labels() -> dict[str, str]:
-    return {"open": _("Open"), "won": _("Won"), "lost": _("Lost")}
+    # context "deal": a deal is "abierto", a conversation "abierta"
+    return {
+        "open": pgettext("deal", "Open"),
+        "won": pgettext("deal", "Won"),
+        "lost": pgettext("deal", "Lost"),
+    }
 
 
 @pages.get("/deals")

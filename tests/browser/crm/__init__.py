@@ -1,0 +1,1 @@
+"""Browser tests of the CRM pages (deals, tickets, tasks, contacts)."""

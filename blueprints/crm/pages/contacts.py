@@ -26,6 +26,7 @@ from datetime import datetime
 from typing import Any
 
 from flask import Response, abort, make_response, render_template, request, url_for
+from flask_babel import format_date, format_time
 from flask_babel import gettext as _
 
 from blueprints.crm.models import CrmAccount, CrmContact
@@ -33,12 +34,14 @@ from blueprints.crm.pages.common import _labels, pages
 from blueprints.crm.services import contacts as contact_service
 from blueprints.crm.services.contacts import AccountFilters, ContactFilters
 from blueprints.crm.services.records import account_records, contact_history
+from blueprints.crm.services.tasks import due_group
 from blueprints.desk.fragments import vary_fragment
 from blueprints.desk.security import DeskUser, signed_in
 from blueprints.inbox.services import conversations as inbox
 from blueprints.members.services.members import members_by_ids
+from core.db import utcnow
 from core.errors import ApiError
-from core.timeutil import as_utc
+from core.timeutil import as_utc, get_zone
 
 PAGE_SIZE = 25  # rows of the contact and account lists
 TIMELINE_CONVERSATIONS = 50  # a contact's conversations on their page, the latest first
@@ -202,10 +205,15 @@ def _crm_items(context: TimelineContext) -> list[TimelineItem]:
     context.member_ids.update(t.assignee_member_id for t in history.tickets if t.assignee_member_id)
     context.member_ids.update(t.owner_id for t in history.tasks if t.owner_id)
     deal_names = {deal.id: deal for deal in history.deals}
+    now, zone = utcnow(), get_zone(context.me.organization_timezone)
     return [
         *(TimelineItem("deal", as_utc(d.created_at), d) for d in history.deals),
         *(TimelineItem("ticket", as_utc(t.created_at), t) for t in history.tickets),
-        *(TimelineItem("task", as_utc(t.completed_at or t.created_at), t) for t in history.tasks),
+        # a task says whether it is overdue, by the rule of the task list and the rail's badge
+        *(
+            TimelineItem("task", as_utc(t.completed_at or t.created_at), t, due_group(t, now, zone))
+            for t in history.tasks
+        ),
         *(TimelineItem("note", as_utc(n.created_at), n, deal_names.get(n.deal_id)) for n in history.notes),
     ]
 
@@ -233,6 +241,13 @@ def contact_view(me: DeskUser, contact: CrmContact) -> ContactView:
     members = members_by_ids(me.organization_id, sorted(context.member_ids))
     names = {key: member.name for key, member in members.items()}
     return ContactView(contact, items, names, context.totals)
+
+
+@pages.app_template_filter("crm_moment")
+def crm_moment(value: datetime) -> str:
+    """When a timeline entry happened, in the organization's zone: the date and the minute (Babel's
+    medium date-and-time writes the seconds, which a history does not need)."""
+    return f"{format_date(value, 'medium')}, {format_time(value, 'short')}"
 
 
 def _kind_names() -> dict[str, str]:

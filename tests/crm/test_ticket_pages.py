@@ -220,6 +220,14 @@ def test_a_card_answers_for_a_live_update_or_nothing_when_the_board_no_longer_sh
     assert "board-card" not in gone and 'id="board-head-new"' in gone
 
 
+def test_the_heads_answer_the_counts_out_of_band(agent: Desk, crm: Crm) -> None:
+    crm.ticket(title="Uno", priority="urgent")
+    crm.ticket(title="Dos")
+    heads = _text(agent.get("/tickets/heads", headers=HX, priority="urgent"))
+    assert heads.count('hx-swap-oob="true"') == 5 and _count(heads, "new") == 1
+    assert "board-card" not in heads
+
+
 def test_a_new_ticket_from_the_board_joins_the_new_column(agent: Desk, crm: Crm) -> None:
     answer = agent.post(
         "/tickets",

@@ -29,7 +29,7 @@ from datetime import date, datetime, timedelta
 from typing import Any, get_args
 from urllib.parse import parse_qsl
 
-from babel.dates import format_timedelta
+from babel.dates import format_date, format_timedelta
 from flask import Response, abort, make_response, render_template, request, url_for
 from flask_babel import gettext as _
 from markupsafe import escape
@@ -218,6 +218,23 @@ def _age(ticket: Ticket) -> str:
     )
 
 
+def _day(value: datetime | None) -> str:
+    """A date as an agent reads it ("24 nov 2026"), the organization's day."""
+    if value is None:
+        return ""
+    found = formats.page_formats()
+    if found is None:
+        return formats.format_datetime(value, "medium")
+    return format_date(found.local(value).date(), "medium", locale=found.locale)
+
+
+def _moment(value: datetime | None) -> str:
+    """A moment: the date spelled out and the time without seconds, in the organization's zone."""
+    if value is None:
+        return ""
+    return f"{_day(value)}, {formats.format_time(value, 'short')}"
+
+
 def _stale(ticket: Ticket) -> bool:
     return ticket.state != "closed" and utcnow() - as_utc(ticket.created_at) > timedelta(days=STALE_DAYS)
 
@@ -244,6 +261,8 @@ def _render(template: str, **context: Any) -> str:
         closed_window_days=CLOSED_WINDOW_DAYS,
         ticket_age=_age,
         ticket_stale=_stale,
+        day=_day,
+        moment=_moment,
         **context,
     )
 
@@ -364,6 +383,17 @@ def _card_response(me: DeskUser, board: BoardState, ticket: Ticket | None) -> Re
     html_text = _render(
         "crm/tickets/_card_answer.html", me=me, state=board, ticket=ticket, counts=counts, names=_names(me)
     )
+    return vary_fragment(make_response(html_text))
+
+
+@pages.get("/tickets/heads")
+def tickets_heads() -> Response:
+    """Every column head again, out of band: a ticket changed or created elsewhere changes the counts
+    even when its card is not on this board (not loaded yet, or new)."""
+    me = signed_in()
+    board = BoardState.from_args(request.args)
+    counts = ticket_service.board_counts(me.organization_id, board.filters(me), _closed_since())
+    html_text = _render("crm/tickets/_heads.html", me=me, state=board, counts=counts)
     return vary_fragment(make_response(html_text))
 
 

@@ -464,3 +464,28 @@ def test_the_contact_pages_statements_do_not_grow_with_its_history(
     add(6)
     many = count()
     assert many == few, (few, many)
+
+
+def test_the_task_lists_statements_do_not_grow_with_its_rows(
+    agent: Desk, crm: Crm, queries: Callable[[], Any]
+) -> None:
+    contact = crm.contact(name="Rosa Pérez")
+    deal = crm.deal(name="Plan")
+
+    def add(n: int) -> None:
+        for i in range(n):
+            crm.task(
+                title=f"Open {i}", owner_id=agent.member_id, contact_id=contact["id"], deal_id=deal["id"]
+            )
+            done = crm.task(title=f"Done {i}", owner_id=agent.member_id, contact_id=contact["id"])
+            crm.ok(crm.patch(f"/tasks/{done['id']}/complete"))
+
+    def count() -> int:
+        with queries() as counted:
+            assert agent.get("/tasks?owner=any").status_code == 200
+        return int(counted.count)
+
+    add(1)
+    few = count()
+    add(6)
+    assert count() == few

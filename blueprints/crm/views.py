@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, exists, func, or_, select
+from sqlalchemy import ColumnElement, and_, exists, or_, select, union_all
 
 from blueprints.crm.models import CrmContact, Deal, DealContact, Pipeline, Stage
 from blueprints.members.services.members import members_by_ids
@@ -138,20 +138,28 @@ def board_columns(
     organization_id: uuid.UUID, pipeline: Pipeline, where: Sequence[ColumnElement[bool]], per_column: int
 ) -> dict[uuid.UUID, CardPage]:
     """The first ``per_column`` cards of every stage of ``pipeline`` among the deals ``where`` selects
-    (``deals.deal_conditions`` and :func:`contact_condition`), in one query (a row number per stage)."""
-    position = func.row_number().over(partition_by=Deal.stage_id, order_by=_CARD_ORDER).label("position")
-    ranked = (
-        select(Deal.id.label("deal_id"), position).where(Deal.pipeline_id == pipeline.id, *where).subquery()
-    )
+    (``deals.deal_conditions`` and :func:`contact_condition`), in one query: a ``LIMIT`` per stage read
+    off ix_crm_deals_list_stage (each reads its column's first rows, not the pipeline's thousands), the
+    stages' pages joined by ``UNION ALL``."""
+    stages = _stages(pipeline)
+    if not stages:
+        return {}
+    pages = [
+        select(
+            select(Deal.id)
+            .where(Deal.organization_id == organization_id, Deal.stage_id == stage_id, *where)
+            .order_by(*_CARD_ORDER)
+            .limit(per_column + 1)
+            .subquery()
+            .c.id
+        )
+        for stage_id in stages
+    ]
     deals = list(
         db.session.scalars(
-            select(Deal)
-            .join(ranked, ranked.c.deal_id == Deal.id)
-            .where(ranked.c.position <= per_column + 1)
-            .order_by(Deal.stage_id, *_CARD_ORDER)
+            select(Deal).where(Deal.id.in_(union_all(*pages))).order_by(Deal.stage_id, *_CARD_ORDER)
         )
     )
-    stages = _stages(pipeline)
     by_stage: dict[uuid.UUID, list[Deal]] = {stage_id: [] for stage_id in stages}
     for deal in deals:
         if deal.stage_id in by_stage:

@@ -34,8 +34,9 @@ from decimal import Decimal
 from typing import Any
 
 from babel.dates import format_timedelta
-from flask import Response, abort, make_response, render_template, request
-from flask_babel import format_currency, format_date, format_decimal, pgettext
+from babel.numbers import format_currency as babel_currency
+from flask import Response, abort, make_response, render_template, request, url_for
+from flask_babel import format_date, format_decimal, pgettext
 from flask_babel import gettext as _
 from sqlalchemy import ColumnElement
 from werkzeug.datastructures import MultiDict
@@ -258,6 +259,69 @@ class BoardView:
     def board_params(self) -> dict[str, str]:
         """The query a card's own URLs carry, so its answers are this board's (pipeline and filters)."""
         return self.state.params(pipeline=str(self.pipeline.id), view="", sort="", dir="")
+
+    @functools.cached_property
+    def card_urls(self) -> CardUrls:
+        return CardUrls.build(self.board_params)
+
+    @functools.cached_property
+    def words(self) -> CardWords:
+        return CardWords.build()
+
+
+# A stand-in deal id: a card's URLs are built once per board and the id put in per card (url_for for each
+# of 300 cards was a tenth of the board's time).
+_ANY_ID = uuid.UUID(int=0)
+
+
+@dataclass(frozen=True)
+class CardUrls:
+    move: tuple[str, str]
+    refresh: tuple[str, str]
+    open: tuple[str, str]
+
+    @classmethod
+    def build(cls, params: dict[str, str]) -> CardUrls:
+        def split(url: str) -> tuple[str, str]:
+            before, _sep, after = url.partition(str(_ANY_ID))
+            return before, after
+
+        return cls(
+            split(url_for("crm_pages.deal_move", deal_id=_ANY_ID, **params)),
+            split(url_for("crm_pages.deal_card", deal_id=_ANY_ID, **params)),
+            split(url_for("crm_pages.deal", deal_id=_ANY_ID)),
+        )
+
+    def of(self, deal_id: uuid.UUID) -> tuple[str, str, str]:
+        """(move, refresh, open) URLs of one card."""
+        key = str(deal_id)
+        return tuple(before + key + after for before, after in (self.move, self.refresh, self.open))  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class CardWords:
+    """The words every card repeats, translated once per board (a card would look each up again)."""
+
+    owner: str
+    no_owner: str
+    contact: str
+    rotting: str
+    rotting_title: str
+    in_stage: str
+    in_stage_since: str
+
+    @classmethod
+    def build(cls) -> CardWords:
+        return cls(
+            owner=_("Owner"),
+            no_owner=_("No owner"),
+            contact=_("Contact"),
+            rotting=_("Rotting"),
+            # still holding their placeholders: formatted per card (Jinja's ``format`` filter)
+            rotting_title=formats.gettext("In this stage longer than %(days)s days"),
+            in_stage=formats.gettext("%(time)s in stage"),
+            in_stage_since=formats.gettext("In this stage since %(when)s"),
+        )
 
 
 def _owners(me: DeskUser) -> list[tuple[str, str]]:
@@ -573,11 +637,11 @@ def _drawer_parts(view: DrawerView) -> dict[str, Any]:
     """What the sheet's sections read besides the deal: tasks, timeline, stage times, the choices."""
     org = view.me.organization_id
     tasks = task_service.list_tasks(org, task_service.TaskFilters(deal_id=view.deal.id, limit=50))
-    times = deal_service.stage_times(org, view.deal.id)
+    times = deal_service.stage_times(org, view.deal.id, deal=view.deal)
     longest = max((t.duration_ms for t in times.stages), default=0)
     return {
         "tasks": tasks.items,
-        "activities": deal_service.list_activities(org, view.deal.id)[:100],
+        "activities": deal_service.list_activities(org, view.deal.id, deal=view.deal)[:100],
         "stage_times": times.stages,
         "longest": longest,
         "products": product_service.list_products(
@@ -1026,11 +1090,18 @@ def stage_delete(stage_id: uuid.UUID) -> Response:
 
 @pages.app_template_filter("deal_in_stage")
 def deal_in_stage(since: datetime) -> str:
-    """How long a deal has been in its stage, narrow ("3d", "5h"): a card has little room."""
-    page = formats.page_formats()
-    locale: Any = page.locale if page is not None else "en_US"
+    """How long a deal has been in its stage, narrow ("3d", "5h"): a card has little room. Rounded to the
+    unit shown (minutes, hours, then days) so a board's 300 cards share a few dozen formatted values."""
+    seconds = max((utcnow() - as_utc(since)).total_seconds(), 0)
+    unit = 86400 if seconds >= 86400 else 3600 if seconds >= 3600 else 60
+    # at least a minute: a card moved a moment ago reads "1m", not "0m"
+    return _narrow_timedelta(str(_locale()), max(round(seconds / unit), 1) * unit)
+
+
+@functools.lru_cache(maxsize=2048)
+def _narrow_timedelta(locale: str, seconds: int) -> str:
     return format_timedelta(
-        utcnow() - as_utc(since), threshold=1.0, granularity="minute", format="narrow", locale=locale
+        timedelta(seconds=seconds), threshold=1.0, granularity="minute", format="narrow", locale=locale
     )
 
 
@@ -1051,8 +1122,14 @@ def deal_date(value: datetime) -> str:
 
 @pages.app_template_filter("deal_amount")
 def deal_amount(amount: Decimal, currency: str) -> str:
-    """An amount in a currency, as the page's language writes money."""
-    return format_currency(amount, currency)
+    """An amount in a currency, as the page's language writes money (Babel with the request's locale,
+    resolved once: Flask-Babel's ``format_currency`` resolves it again for each of a board's cards)."""
+    return babel_currency(amount, currency, locale=_locale())
+
+
+def _locale() -> Any:
+    page = formats.page_formats()
+    return page.locale if page is not None else "en_US"
 
 
 @pages.app_template_filter("deal_number")

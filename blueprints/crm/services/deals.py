@@ -692,8 +692,18 @@ def unlink_conversation(
 # ------------------------------------------------------------------------------------ timeline, stage times
 
 
-def list_activities(organization_id: uuid.UUID, deal_id: uuid.UUID) -> list[DealActivity]:
-    deal = get_deal(organization_id, deal_id)
+def _loaded(organization_id: uuid.UUID, deal_id: uuid.UUID, deal: Deal | None) -> Deal:
+    """``deal`` when the caller read it already (the organization's, that id), else read here (404)."""
+    if deal is not None and deal.id == deal_id and deal.organization_id == organization_id:
+        return deal
+    return get_deal(organization_id, deal_id)
+
+
+def list_activities(
+    organization_id: uuid.UUID, deal_id: uuid.UUID, deal: Deal | None = None
+) -> list[DealActivity]:
+    """Newest first. ``deal``: the deal when the caller has it already (a page showing it), one read less."""
+    deal = _loaded(organization_id, deal_id, deal)
     return list(
         db.session.scalars(
             select(DealActivity)
@@ -737,11 +747,11 @@ class StageTimes:
     stages: list[StageTime]
 
 
-def stage_times(organization_id: uuid.UUID, deal_id: uuid.UUID) -> StageTimes:
+def stage_times(organization_id: uuid.UUID, deal_id: uuid.UUID, deal: Deal | None = None) -> StageTimes:
     """Milliseconds per stage from the visit history: revisits are summed, the open visit runs to now.
     Stages are listed in the order they were first entered; names come from the live stage when it
-    still exists, else from the copy taken on entry."""
-    deal = get_deal(organization_id, deal_id)
+    still exists, else from the copy taken on entry. ``deal`` as in :func:`list_activities`."""
+    deal = _loaded(organization_id, deal_id, deal)
     visits = list(
         db.session.scalars(
             select(DealStageVisit)

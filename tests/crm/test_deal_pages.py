@@ -323,3 +323,85 @@ def test_the_board_costs_the_same_statements_for_10_and_60_deals(
     with queries() as many:
         assert agent.get("/deals").status_code == 200
     assert few.count == many.count, (few.count, many.count)
+
+
+def test_a_new_deal_from_the_board(agent: Desk, crm: Crm, pipeline: dict[str, Any]) -> None:
+    form = _text(agent.get(f"/deals/new?pipeline={pipeline['id']}", **HX))
+    assert 'id="deal-new-form"' in form and f'value="{agent.member_id}" selected' in form
+    refused = agent.post(f"/deals/new?pipeline={pipeline['id']}", name="", amount="10", currency="MXN")
+    assert refused.status_code == 422 and 'id="deal-new-name-error"' in _text(refused)
+    assert crm.ok(crm.get("/deals"))["total"] == 0
+    created = agent.post(
+        f"/deals/new?pipeline={pipeline['id']}",
+        name="Plan anual",
+        amount="1500.50",
+        currency="USD",
+        stage=_stage(pipeline, "Qualified"),
+        owner=agent.member_id,
+    )
+    html = _text(created)
+    assert created.status_code == 200 and 'id="deals-view" hx-swap-oob="innerHTML"' in html
+    [deal] = crm.ok(crm.get("/deals"))["data"]
+    assert (deal["name"], deal["amount"], deal["currency"], deal["stage"]["name"]) == (
+        "Plan anual",
+        "1500.50",
+        "USD",
+        "Qualified",
+    )
+    assert deal["owner_id"] == agent.member_id and f"Deal {deal['reference']} created." in html
+
+
+def test_the_deals_contacts_from_the_drawer(agent: Desk, crm: Crm) -> None:
+    rosa, jorge = crm.contact(name="Rosa Pérez"), crm.contact(name="Jorge Villaseñor")
+    deal = crm.deal(name="Con contactos", owner_id=agent.member_id)
+    url = f"/deals/{deal['id']}/contacts"
+    assert agent.post(url, add=rosa["id"]).status_code == 200
+    html = _text(agent.post(url, add=jorge["id"]))
+    assert "Rosa Pérez" in html and "Jorge Villaseñor" in html
+    contacts = crm.ok(crm.get(f"/deals/{deal['id']}"))["contacts"]
+    assert {(c["contact_id"], c["is_primary"]) for c in contacts} == {
+        (rosa["id"], True),
+        (jorge["id"], False),
+    }
+    agent.post(url, primary=jorge["id"])
+    agent.post(url, remove=rosa["id"])
+    contacts = crm.ok(crm.get(f"/deals/{deal['id']}"))["contacts"]
+    assert [(c["contact_id"], c["is_primary"]) for c in contacts] == [(jorge["id"], True)]
+    # the board's contact filter finds the deal by its contact's name
+    assert "Con contactos" in _text(agent.get("/deals?contact=villase"))
+    assert "Con contactos" not in _text(agent.get("/deals?contact=rosa"))
+
+
+def test_a_column_of_another_pipeline_or_no_stage_is_not_found(agent: Desk, crm: Crm) -> None:
+    assert agent.get(f"/deals/column?stage={crm.pipeline()['id']}", **HX).status_code == 404
+    assert agent.get("/deals/column?stage=nope", **HX).status_code == 404
+
+
+def test_the_editor_creates_pipelines_and_stages_with_rotting_limits(supervisor: Desk, crm: Crm) -> None:
+    refused = supervisor.post("/deals/pipelines", name="Soporte", key="S")
+    assert refused.status_code == 422 and "Use 2 to 5 letters (A-Z)." in _text(refused)
+    assert supervisor.post("/deals/pipelines", name="Soporte", key="sop").status_code == 200
+    created = next(p for p in crm.ok(crm.get("/pipelines"))["data"] if p["key"] == "SOP")
+    html = _text(
+        supervisor.post(
+            f"/deals/pipelines/{created['id']}/stages",
+            name="Diagnóstico",
+            probability="20",
+            status="open",
+            rotting_days="3",
+        )
+    )
+    assert "Diagnóstico" in html
+    [stage] = crm.ok(crm.get(f"/pipelines/{created['id']}"))["stages"]
+    assert (stage["probability"], stage["rotting_days"], stage["status"]) == (20, 3, "open")
+    supervisor.post(f"/deals/pipelines/{created['id']}/stages", name="Resuelto", status="won")
+    supervisor.post(f"/deals/stages/{stage['id']}", stage_order="1")
+    names = [s["name"] for s in crm.ok(crm.get(f"/pipelines/{created['id']}"))["stages"]]
+    assert names == ["Resuelto", "Diagnóstico"]
+    cleared = supervisor.post(
+        f"/deals/stages/{stage['id']}", name="Diagnóstico", probability="20", status="open"
+    )
+    assert cleared.status_code == 200
+    assert crm.ok(crm.get(f"/pipelines/{created['id']}"))["stages"][1]["rotting_days"] is None
+    assert supervisor.post(f"/deals/pipelines/{created['id']}/delete").status_code == 200
+    assert all(p["key"] != "SOP" for p in crm.ok(crm.get("/pipelines"))["data"])

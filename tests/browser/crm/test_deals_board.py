@@ -417,3 +417,28 @@ def test_another_organizations_deal_is_the_designed_404(
     response = page.goto(f"/deals/{sales.deals['Chatbot de citas']['id']}")
     assert response.status == 404
     assert "Chatbot" not in page.content() and page.locator(".desk-error").count() == 1
+
+
+def test_the_pipelines_editor_sets_rotting_limits_and_moves_a_deleted_stages_deals(
+    sales: Sales, ana: DeskLogin, new_context: Callable[..., Any]
+) -> None:
+    page = open_board(new_context, ana, viewport={"width": 1440, "height": 900})
+    page.locator("a[href='/deals/pipelines']").click()
+    page.wait_for_url("**/deals/pipelines")
+    qualified = stage_of(sales.pipeline, "Qualified")
+    row = page.locator(f'.stage-row[data-stage-id="{qualified["id"]}"]')
+    row.locator("input[name=rotting_days]").fill("5")
+    row.locator(".stage-fields button[type=submit]").click()
+    wait_for_htmx(page)
+    pipeline = crm(sales.client, sales.org, "GET", f"/pipelines/{sales.pipeline['id']}")
+    assert stage_of(pipeline, "Qualified")["rotting_days"] == 5
+    # "Lost" holds a deal: the editor asks where it goes before the stage is deleted
+    lost = stage_of(sales.pipeline, "Lost")
+    delete = page.locator(f'.stage-row[data-stage-id="{lost["id"]}"] .stage-delete')
+    delete.locator("select[name=move_to]").select_option(label="Negotiation")
+    delete.locator("button[type=submit]").click()
+    page.locator(f'.stage-row[data-stage-id="{lost["id"]}"]').wait_for(state="detached")
+    assert sales.deal("Pedido pequeño de SIMs")["stage"]["name"] == "Negotiation"
+    assert axe_violations(page) == []
+    screenshot(page, "crm-deal-pipelines-en")
+    assert page.errors == []

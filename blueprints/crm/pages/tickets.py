@@ -26,10 +26,20 @@ import re
 import uuid
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
+from functools import cached_property, lru_cache
 from typing import Any, get_args
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, urlencode
 
-from babel.dates import format_date, format_timedelta
+from babel import Locale
+from babel.dates import (
+    DateTimePattern,
+    format_date,
+    format_timedelta,
+    get_date_format,
+    get_datetime_format,
+    get_time_format,
+    parse_pattern,
+)
 from flask import Response, abort, make_response, render_template, request, url_for
 from flask_babel import gettext as _
 from markupsafe import escape
@@ -167,20 +177,20 @@ class Names:
     projects: list[Any]
     types: list[Any]
 
-    @property
+    @cached_property
     def member_names(self) -> dict[str, str]:
         return {m.id: m.name for m in self.members}
 
-    @property
+    @cached_property
     def by_user(self) -> dict[str, str]:
         """Member names by desk user id: a history's ``user:<id>`` actor."""
         return {str(m.user_id): m.name for m in self.members if m.user_id}
 
-    @property
+    @cached_property
     def project_names(self) -> dict[str, str]:
         return {str(p.id): p.name for p in self.projects}
 
-    @property
+    @cached_property
     def type_names(self) -> dict[str, str]:
         return {str(t.id): t.name for t in self.types}
 
@@ -228,11 +238,25 @@ def _day(value: datetime | None) -> str:
     return format_date(found.local(value).date(), "medium", locale=found.locale)
 
 
+@lru_cache(maxsize=8)
+def _moment_pattern(locale_id: str) -> DateTimePattern:
+    """The locale's medium date and short time as one parsed pattern ("24 nov 2026, 4:19 p.m."), parsed
+    once: a board writes one per card."""
+    locale = Locale.parse(locale_id)
+    glue = get_datetime_format("medium", locale=locale).replace("'", "")
+    time_pattern = get_time_format("short", locale=locale).pattern
+    date_pattern = get_date_format("medium", locale=locale).pattern
+    return parse_pattern(glue.replace("{0}", time_pattern).replace("{1}", date_pattern))
+
+
 def _moment(value: datetime | None) -> str:
     """A moment: the date spelled out and the time without seconds, in the organization's zone."""
     if value is None:
         return ""
-    return f"{_day(value)}, {formats.format_time(value, 'short')}"
+    found = formats.page_formats()
+    if found is None:
+        return formats.format_datetime(value, "medium")
+    return _moment_pattern(str(found.locale)).apply(found.local(value), found.locale)
 
 
 def _stale(ticket: Ticket) -> bool:
@@ -253,6 +277,44 @@ def _actor_name(actor: str | None, names: Names) -> str:
     return _("System")
 
 
+# What stands for a ticket's id in a URL built once per render (a board writes three URLs per card).
+_ID = "00000000-0000-4000-8000-000000000000"
+
+
+class CardKit:
+    """What every card of one render shares, computed once: its words in the page's language and its URLs
+    (built once with a stand-in id, the board's filters as their query): a board of 250 cards made
+    1,800 catalogue lookups and 750 ``url_for`` calls before."""
+
+    def __init__(self, state: BoardState | None) -> None:
+        query = urlencode(state.filter_params()) if state is not None else ""
+        self.query = f"?{query}" if query else ""
+        self._move = url_for("crm_pages.move_ticket", ticket_id=_ID)
+        self._refresh = url_for("crm_pages.ticket_card", ticket_id=_ID)
+        self._open = url_for("crm_pages.ticket", ticket_id=_ID)
+        self.words = {
+            "priority": _("Priority"),
+            "age": _("Age"),
+            "assigned_to": _("Assigned to"),
+            "unassigned": _("Unassigned"),
+        }
+
+    def move_url(self, ticket: Ticket) -> str:
+        return self._move.replace(_ID, str(ticket.id)) + self.query
+
+    def refresh_url(self, ticket: Ticket) -> str:
+        return self._refresh.replace(_ID, str(ticket.id)) + self.query
+
+    def open_url(self, ticket: Ticket) -> str:
+        return self._open.replace(_ID, str(ticket.id))
+
+    def created(self, ticket: Ticket) -> str:
+        return _("Created %(when)s", when=_moment(ticket.created_at))
+
+    def closed(self, ticket: Ticket) -> str:
+        return _("Closed %(when)s", when=_day(ticket.closed_at))
+
+
 def _render(template: str, **context: Any) -> str:
     return render_template(
         template,
@@ -263,6 +325,7 @@ def _render(template: str, **context: Any) -> str:
         ticket_stale=_stale,
         day=_day,
         moment=_moment,
+        kit=CardKit(context.get("state") or getattr(context.get("view"), "state", None)),
         **context,
     )
 

@@ -36,6 +36,7 @@ from blueprints.crm.services.common import (
     next_ticket_number,
 )
 from core.db import ORDERED_INDEXES, db, utcnow
+from core.errors import ApiError
 from core.events import publish
 from core.pagination import Keyset, Page, decode_cursor, encode_cursor, paginate
 from core.textsearch import contains, text_index
@@ -446,7 +447,14 @@ def board_cards(
     state = _STATE.check(state, "state")
     statement, keyset = _board_statement(organization_id, query, state, closed_since)
     if cursor:
-        statement = statement.where(keyset.after(decode_cursor(cursor, f"board:{state}")))
+        position = decode_cursor(cursor, f"board:{state}")
+        # a cursor carries the number as text: PostgreSQL compares it to the integer column only as one
+        try:
+            moment, number = position
+            position = [moment, int(number)]
+        except (TypeError, ValueError):
+            raise ApiError(400, "cursor: not a cursor this list returned", param="cursor") from None
+        statement = statement.where(keyset.after(position))
     return _cards(list(db.session.scalars(statement.limit(limit + 1))), keyset, limit, state)
 
 

@@ -405,3 +405,13 @@ def test_the_editor_creates_pipelines_and_stages_with_rotting_limits(supervisor:
     assert crm.ok(crm.get(f"/pipelines/{created['id']}"))["stages"][1]["rotting_days"] is None
     assert supervisor.post(f"/deals/pipelines/{created['id']}/delete").status_code == 200
     assert all(p["key"] != "SOP" for p in crm.ok(crm.get("/pipelines"))["data"])
+
+
+def test_the_drawer_links_its_conversations_to_the_inbox(agent: Desk, crm: Crm) -> None:
+    deal = crm.deal(name="Con conversación", owner_id=agent.member_id)
+    crm.ok(
+        crm.post(f"/deals/{deal['id']}/conversations", {"conversation_id": "c-123", "channel": "whatsapp"}),
+        201,
+    )
+    html = _text(agent.get(f"/deals/{deal['id']}", **HX))
+    assert 'href="/inbox/c/c-123"' in html and "No transcript available for this conversation." in html

@@ -133,6 +133,13 @@ def test_the_closed_column_shows_the_last_30_days_with_the_full_count(
     assert "Closed in the last 30 days · 2 closed in all" in html
 
 
+def test_cards_and_rows_name_the_customer_who_asked(agent: Desk, crm: Crm) -> None:
+    customer = crm.contact(name="Jorge Villaseñor")
+    crm.ticket(title="Con solicitante", requester_id=customer["id"])
+    assert "Jorge Villaseñor" in _text(agent.get("/tickets"))
+    assert "Jorge Villaseñor" in _text(agent.get("/tickets", view="list"))
+
+
 def test_filters_narrow_the_board_and_the_list(agent: Desk, crm: Crm) -> None:
     project = crm.ok(crm.post("/projects", {"name": "Portabilidad"}), 201)
     kind = crm.ok(crm.post("/ticket-types", {"name": "Facturación"}), 201)
@@ -407,11 +414,14 @@ def test_the_board_costs_the_same_statements_for_10_and_60_tickets(
             assert agent.get("/tickets").status_code == 200
         return int(counted.count)
 
+    customer = crm.contact(name="Rosa Pérez")
     for n in range(10):
-        crm.ticket(title=f"T{n}", priority=("urgent", "high", "normal", "low")[n % 4])
+        requester = {"requester_id": customer["id"]} if n % 2 else {}
+        crm.ticket(title=f"T{n}", priority=("urgent", "high", "normal", "low")[n % 4], **requester)
     ten = count()
     for n in range(50):
-        ticket = crm.ticket(title=f"U{n}")
+        other = crm.contact(name=f"Cliente {n}") if n % 10 == 0 else None
+        ticket = crm.ticket(title=f"U{n}", **({"requester_id": other["id"]} if other else {}))
         if n % 3 == 0:
             crm.ok(crm.patch(f"/tickets/{ticket['id']}/state", {"state": "closed"}))
     assert count() == ten

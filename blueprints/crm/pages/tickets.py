@@ -24,6 +24,7 @@ from __future__ import annotations
 import html
 import re
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from functools import cached_property, lru_cache
@@ -56,6 +57,7 @@ from blueprints.crm.services import tickets as ticket_service
 from blueprints.crm.services.records import crm_contact
 from blueprints.crm.services.tasks import TaskFilters
 from blueprints.crm.services.tickets import BOARD_STATES, BoardCards, BoardCount, TicketFilters
+from blueprints.crm.views import contact_names
 from blueprints.desk import formats
 from blueprints.desk.fragments import vary_fragment
 from blueprints.desk.memo import per_request
@@ -297,6 +299,7 @@ class CardKit:
             "age": _("Age"),
             "assigned_to": _("Assigned to"),
             "unassigned": _("Unassigned"),
+            "requester": _("Requester"),
         }
 
     def move_url(self, ticket: Ticket) -> str:
@@ -326,8 +329,14 @@ def _render(template: str, **context: Any) -> str:
         day=_day,
         moment=_moment,
         kit=CardKit(context.get("state") or getattr(context.get("view"), "state", None)),
-        **context,
+        **{"requesters": {}, **context},
     )
+
+
+def _requesters(me: DeskUser, tickets: Iterable[Ticket | None]) -> dict[uuid.UUID, str]:
+    """The names of the customers who asked, for the cards and rows shown (one query, none without any)."""
+    wanted = {t.requester_id for t in tickets if t is not None and t.requester_id is not None}
+    return contact_names(me.organization_id, sorted(wanted))
 
 
 # ---- the board and the list --------------------------------------------------------------------------
@@ -389,6 +398,10 @@ def _board_view(me: DeskUser, state: BoardState) -> BoardView:
     return view
 
 
+def _view_requesters(me: DeskUser, view: BoardView) -> dict[uuid.UUID, str]:
+    return _requesters(me, [*view.rows, *(t for c in view.columns for t in c.cards.tickets)])
+
+
 def _is_fragment_request() -> bool:
     # A history restore also says HX-Request but wants the whole page.
     return (
@@ -403,9 +416,12 @@ def tickets_page() -> Response:
     me = signed_in()
     state = BoardState.from_args(request.args)
     view = _board_view(me, state)
+    requesters = _view_requesters(me, view)
     if _is_fragment_request() and request.headers.get("HX-Target") == "ticket-view":
-        return vary_fragment(make_response(_render("crm/tickets/_view.html", me=me, view=view)))
-    return vary_fragment(make_response(_render("crm/tickets/page.html", me=me, view=view)))
+        pane = _render("crm/tickets/_view.html", me=me, view=view, requesters=requesters)
+        return vary_fragment(make_response(pane))
+    page = _render("crm/tickets/page.html", me=me, view=view, requesters=requesters)
+    return vary_fragment(make_response(page))
 
 
 @pages.get("/tickets/column/<state>")
@@ -424,7 +440,13 @@ def tickets_column(state: str) -> Response:
         limit=PAGE_SIZE,
     )
     html_text = _render(
-        "crm/tickets/_cards.html", me=me, state=board, column_state=state, cards=cards, names=_names(me)
+        "crm/tickets/_cards.html",
+        me=me,
+        state=board,
+        column_state=state,
+        cards=cards,
+        names=_names(me),
+        requesters=_requesters(me, cards.tickets),
     )
     return vary_fragment(make_response(html_text))
 
@@ -437,14 +459,21 @@ def tickets_rows() -> Response:
     offset = max(0, request.args.get("offset", 0, type=int) or 0)
     page = ticket_service.list_tickets(me.organization_id, board.filters(me, limit=PAGE_SIZE, offset=offset))
     view = BoardView(board, _names(me), rows=page.items, total=page.total, offset=offset)
-    return vary_fragment(make_response(_render("crm/tickets/_rows.html", me=me, view=view)))
+    rows = _render("crm/tickets/_rows.html", me=me, view=view, requesters=_requesters(me, page.items))
+    return vary_fragment(make_response(rows))
 
 
 def _card_response(me: DeskUser, board: BoardState, ticket: Ticket | None) -> Response:
     """The card (or nothing, when the board no longer shows it) with every column head out of band."""
     counts = ticket_service.board_counts(me.organization_id, board.filters(me), _closed_since())
     html_text = _render(
-        "crm/tickets/_card_answer.html", me=me, state=board, ticket=ticket, counts=counts, names=_names(me)
+        "crm/tickets/_card_answer.html",
+        me=me,
+        state=board,
+        ticket=ticket,
+        counts=counts,
+        names=_names(me),
+        requesters=_requesters(me, [ticket]),
     )
     return vary_fragment(make_response(html_text))
 
@@ -606,6 +635,7 @@ def create_ticket_page() -> Response:
         names=_names(me),
         ticket=shown,
         counts=counts,
+        requesters=_requesters(me, [shown]),
         message=_("Ticket %(reference)s created.", reference=ticket.reference),
     )
     return vary_fragment(make_response(html_text))

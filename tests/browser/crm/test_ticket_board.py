@@ -123,9 +123,18 @@ class Support:
             name: crm(client, org, "POST", "/projects", name=name)["id"]
             for name in ("Migración flotilla norte", "Onboarding empresas")
         }
+        customers = [
+            crm(client, org, "POST", "/contacts", name=name)["id"]
+            for name in (
+                "Rosa Pérez",
+                "Jorge Villaseñor Altamirano",
+                "Camila Ortiz",
+                "Transportes del Norte SA",
+            )
+        ]
         now = datetime.now(UTC)
         self.tickets: dict[str, dict[str, Any]] = {}
-        for title, state, priority, who, kind, project, hours in self.ROWS:
+        for index, (title, state, priority, who, kind, project, hours) in enumerate(self.ROWS):
             ticket = crm(
                 client,
                 org,
@@ -138,6 +147,7 @@ class Support:
                 ticket_type_id=kinds.get(kind or ""),
                 project_id=projects.get(project or ""),
                 body_html=f"<p>{title}.</p><p>Reportado por WhatsApp.</p>",
+                requester_id=customers[index % 4] if index % 3 else None,
             )
             if state != "new":
                 crm(client, org, "PATCH", f"/tickets/{ticket['id']}/state", state=state)
@@ -317,6 +327,7 @@ def test_the_drawer_shows_the_history_and_assigns(
     assert drawer.locator("[data-history] li").count() == 3
     expect_in(page, support, "Aclaración de cargo", "waiting_on_agent")
     # a refused title is explained under the field and changes nothing
+    drawer.get_by_text("Edit the title").click()
     drawer.locator("#ticket-title").fill("")
     drawer.locator("#ticket-title").press("Enter")
     drawer.locator("[data-error-for=title]").wait_for()

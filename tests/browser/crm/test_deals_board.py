@@ -442,3 +442,27 @@ def test_the_pipelines_editor_sets_rotting_limits_and_moves_a_deleted_stages_dea
     assert axe_violations(page) == []
     screenshot(page, "crm-deal-pipelines-en")
     assert page.errors == []
+
+
+def test_a_new_deal_from_the_drawer_lands_in_its_column(
+    sales: Sales, ana: DeskLogin, new_context: Callable[..., Any]
+) -> None:
+    page = open_board(new_context, ana)
+    page.locator("#deal-new-button").click()
+    form = page.locator("#deal-drawer.show #deal-new-form")
+    form.wait_for()
+    form.locator("button[type=submit]").click()  # no title: the verb refuses, the field says so
+    page.locator("#deal-new-name-error").wait_for()
+    page.locator("#deal-new-name").fill("Renovación de 12 líneas para sucursal Monterrey")
+    page.locator("#deal-new-amount").fill("18400")
+    page.locator("#deal-new-stage").select_option(label="Qualified")
+    page.locator("#deal-new-form button[type=submit]").click()
+    page.locator("#deal-drawer.show #deal-details").wait_for()
+    wait_for_htmx(page)
+    qualified = column(page, sales, "Qualified")
+    assert qualified.locator(".deal-card-name", has_text="sucursal Monterrey").count() == 1
+    assert qualified.locator(".deals-count").inner_text() == "2"  # Ana's renewal and the new one
+    created = crm(sales.client, sales.org, "GET", "/deals", search="sucursal Monterrey")["data"][0]
+    assert (created["amount"], created["owner_id"]) == ("18400.00", ana.member_id)
+    # the refusal's 422 is logged by Chromium as a failed resource; nothing else went wrong
+    assert [e for e in page.errors if "status of 422" not in e] == []

@@ -1108,17 +1108,33 @@ document.addEventListener("change", function (evt) {
       return;
     }
     const board = card.closest("[data-board]");
-    window.htmx.ajax("GET", card.dataset.refreshUrl, { target: card, swap: "outerHTML" }).then(function () {
-      // the card says which column it belongs in now (data-in): a move made elsewhere moves it here too
-      const fresh = board.querySelector('[data-card-id="' + cardId + '"]');
-      if (!fresh || !fresh.dataset.in) {
-        return;
-      }
-      const column = board.querySelector('[data-column][data-column-value="' + fresh.dataset.in + '"]');
-      if (column && fresh.closest("[data-column]") !== column) {
-        cardsOf(column).prepend(fresh);
-      }
-    });
+    fetch(card.dataset.refreshUrl, { headers: { "HX-Request": "true" }, credentials: "same-origin" })
+      .then(function (response) {
+        if (response.status === 404) {
+          card.remove(); // deleted, or no longer this organization's to see
+          return null;
+        }
+        return response.ok ? response.text() : null;
+      })
+      .then(function (html) {
+        if (html === null) {
+          return;
+        }
+        const current = board.querySelector('[data-card-id="' + cardId + '"]');
+        if (!current) {
+          return;
+        }
+        window.htmx.swap(current, html, { swapStyle: "outerHTML" });
+        // the card says which column it belongs in now (data-in): a move made elsewhere moves it here too
+        const fresh = board.querySelector('[data-card-id="' + cardId + '"]');
+        if (!fresh || !fresh.dataset.in) {
+          return;
+        }
+        const column = board.querySelector('[data-column][data-column-value="' + fresh.dataset.in + '"]');
+        if (column && fresh.closest("[data-column]") !== column) {
+          cardsOf(column).prepend(fresh);
+        }
+      });
   }
 
   ["deal.moved", "deal.updated", "ticket.updated"].forEach(function (name) {

@@ -60,12 +60,27 @@ def alert(message: str, *, status: int = 422, kind: str = "danger") -> Response:
     return response
 
 
+def refused(error: ApiError, message: str | None = None) -> Response:
+    """A verb's refusal as a page answers it. Not found and forbidden keep their status (a record of another
+    organization is a 404, whatever the route: the designed page, or an alert for htmx), so a page never
+    tells another organization's id from an unknown one; any other refusal is a 422 alert."""
+    text = message or refusal_message(error)
+    if error.status in (403, 404):
+        uow.rollback()
+        if request.headers.get("HX-Request") != "true" and (page := _error_page(error.status)) is not None:
+            return page
+        # htmx swaps a 403/404 into the alert area like a 422 (templates/base.html, responseHandling)
+        return alert(text, status=error.status)
+    return alert(text, status=422 if error.status < 500 else error.status)
+
+
 def refuse_with_alerts(blueprint: Blueprint) -> None:
-    """A refusal no form field explains, raised by any route of ``blueprint``: an alert (422)."""
+    """A refusal no form field explains, raised by any route of ``blueprint``: an alert (422), or the 404
+    and 403 of :func:`refused`."""
 
     @blueprint.errorhandler(ApiError)
     def _refused(error: ApiError) -> Response:
-        return alert(refusal_message(error), status=422 if error.status < 500 else error.status)
+        return refused(error)
 
 
 def _wants_page() -> bool:

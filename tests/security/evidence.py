@@ -10,9 +10,11 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from babel.messages.pofile import read_po
 from flask import Flask
 from sqlalchemy import select
 
@@ -58,6 +60,7 @@ _TEXT_COLUMNS = {
     "prefix",
 }
 # Text the service itself writes, the same for every organization ("Travel eSIM" on a ledger entry).
+ROOT = Path(__file__).resolve().parents[2]
 _SYSTEM_TEXT = {("telecom_ledger_entries", "description")}
 # Enum-like words ("status", "environment") occur in every page; a single lowercase token is not data.
 _WORD = re.compile(r"[a-z_]+")
@@ -94,8 +97,21 @@ _SHARED_TABLES = {"telecom_plans", "telecom_topups", "telecom_esim_offers", "tel
 
 def secrets_of(app: Flask, organization_id: uuid.UUID, other: uuid.UUID) -> set[str]:
     """Organization A's ids and typed text in both environments, less what is not A's alone: values
-    organization ``other`` has too (a default pipeline's stage names) and the shared catalogue."""
-    return _values_of(app, organization_id) - _values_of(app, other) - _shared_values(app)
+    organization ``other`` has too (a default pipeline's stage names), the shared catalogue, and the
+    product's own words (A's unavailability reason "Meeting" is also a task type every page names)."""
+    return _values_of(app, organization_id) - _values_of(app, other) - _shared_values(app) - _product_words()
+
+
+def _product_words() -> set[str]:
+    """Every message of the desk's catalogues, in English and in Spanish."""
+    words: set[str] = set()
+    for language in ("en", "es"):
+        path = ROOT / "translations" / language / "LC_MESSAGES" / "messages.po"
+        with path.open("rb") as handle:
+            for message in read_po(handle, locale=language):
+                for text in (message.id, message.string):
+                    words.update(t for t in (text if isinstance(text, tuple) else (text,)) if t)
+    return words
 
 
 def _shared_values(app: Flask) -> set[str]:

@@ -60,6 +60,12 @@ class Route:
     params: tuple[tuple[str, str], ...]  # (parameter name, kind) in path order, organization_id excluded
 
     @property
+    def objects(self) -> tuple[tuple[str, str], ...]:
+        """The parameters that name one organization's record (a ticket board's column state, a deal's
+        field name are the same words for every organization)."""
+        return tuple((name, kind) for name, kind in self.params if kind not in NOT_RECORDS)
+
+    @property
     def has_organization(self) -> bool:
         return "<organization_id>" in self.rule
 
@@ -73,6 +79,10 @@ class Route:
         for name, kind in self.params:
             path = re.sub(rf"<(?:[a-z]+:)?{name}>", values[kind], path, count=1)
         return prefix + path
+
+
+# Path parameter kinds that are not records of an organization.
+NOT_RECORDS = {"pages:tickets/column/<state>", "pages:*/edit/<name>"}
 
 
 def area_of(rule: str) -> str:

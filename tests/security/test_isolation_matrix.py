@@ -139,9 +139,9 @@ def _check_pages(app: Flask, world: World, secrets: set[str]) -> None:
             # B's desk user on A's objects: 404 (or 403 by role); on pages without ids, B's own page.
             response = _page_request(outsider, route, env, world.b.id, values, outsider_token)
             checks += 1
-            if route.params and response.status_code not in (403, 404):
+            if route.objects and response.status_code not in (403, 404):
                 failures.append(f"{label} as B: expected 404, got {response.status_code}")
-            elif not route.params and (response.status_code >= 500 or response.status_code in (401, 404)):
+            elif not route.objects and (response.status_code >= 500 or response.status_code in (401, 404)):
                 failures.append(f"{label} as B on its own page: got {response.status_code}")
             if found := leaked(text_of(response), secrets):
                 failures.append(f"{label} as B: A's data {found[:5]}")

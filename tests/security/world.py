@@ -299,6 +299,17 @@ def _params(app: Flask, env: str) -> dict[str, str]:
             "pages:inbox/c/<conversation_id>": conversation["id"],
             "pages:*/messages/<message_id>": message["id"],
             "pages:inbox/row/<conversation_id>": conversation["id"],
+            "pages:accounts/<account_id>": account["id"],
+            "pages:contacts/<contact_id>": linked["contact_id"],
+            "pages:deals/<deal_id>": deal["id"],
+            "pages:*/edit/<name>": "name",
+            "pages:*/items/<item_id>": line_item["id"],
+            "pages:deals/pipelines/<pipeline_id>": deal["pipeline_id"],
+            "pages:deals/stages/<stage_id>": first("crm_stages", pipeline_id=deal["pipeline_id"])["id"],
+            "pages:tasks/<task_id>": first("crm_tasks")["id"],
+            "pages:*/tasks/<task_id>": first("crm_tasks")["id"],
+            "pages:tickets/<ticket_id>": first("crm_tickets")["id"],
+            "pages:tickets/column/<state>": "new",
         }
     return {kind: _text(value) for kind, value in values.items()}
 

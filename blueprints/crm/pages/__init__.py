@@ -2,11 +2,13 @@
 panel's fragments (``panel``), the deal kanban (``deals``), the ticket board (``tickets``), tasks
 (``tasks``) and contacts with accounts (``contacts``). Importing the package registers every route."""
 
-from blueprints.crm.pages import contacts  # noqa: F401
-from blueprints.crm.pages import deals  # noqa: F401
-from blueprints.crm.pages import panel  # noqa: F401  (registers its routes)
-from blueprints.crm.pages import tasks  # noqa: F401
-from blueprints.crm.pages import tickets  # noqa: F401
+from blueprints.crm.pages import (
+    contacts,  # noqa: F401
+    deals,  # noqa: F401
+    panel,  # noqa: F401  (registers its routes)
+    tasks,  # noqa: F401
+    tickets,  # noqa: F401
+)
 from blueprints.crm.pages.common import pages
 
 __all__ = ["pages"]

@@ -11,7 +11,7 @@ from flask_babel import gettext as _
 
 from blueprints.crm.models import CrmTask, Deal
 from blueprints.crm.refusals import message_for
-from blueprints.desk.errors import alert, refusal_message
+from blueprints.desk.errors import refusal_message, refused
 from blueprints.desk.security import protect_pages
 from core.db import utcnow
 from core.errors import ApiError
@@ -28,10 +28,8 @@ protect_pages(pages)
 def _refused(error: ApiError) -> Response:
     """A service's refusal that no form field explains: the desk's alert where the agent looks, worded by
     the CRM for its code (with the rule's numbers) in the page's language, else as the desk words it;
-    nothing is kept (the alert rolls the unit of work back)."""
-    return alert(
-        message_for(error) or refusal_message(error), status=422 if error.status < 500 else error.status
-    )
+    nothing is kept. A record that is not the organization's is the desk's 404 (``refused``)."""
+    return refused(error, message_for(error) or refusal_message(error))
 
 
 @pages.app_template_filter("crm_money")

@@ -392,7 +392,7 @@ def deals_column() -> Response:
     stage_id = _uuid(request.args.get("stage"))
     stage = next((s for s in pipeline.stages if s.id == stage_id), None)
     if stage is None:
-        abort(404)
+        abort(400)  # asked without a stage of this board's pipeline (the board itself always names one)
     filtered = _filters(me, state)
     page = views.column_cards(
         me.organization_id, pipeline, stage.id, filtered.where, request.args.get("after"), PER_COLUMN
@@ -426,7 +426,9 @@ def _card_response(me: DeskUser, deal_id: uuid.UUID, *, status: int = 200) -> Re
 @pages.get("/deals/<uuid:deal_id>/card")
 @_deal_404
 def deal_card(deal_id: uuid.UUID) -> Response:
-    return _card_response(signed_in(), deal_id)
+    me = signed_in()
+    deal_service.get_deal(me.organization_id, deal_id)  # another organization's (or a deleted) deal: 404
+    return _card_response(me, deal_id)
 
 
 @pages.post("/deals/<uuid:deal_id>/move")
@@ -436,6 +438,7 @@ def deal_move(deal_id: uuid.UUID) -> Response:
     the status; the reason a lost deal was lost goes with it). A refusal answers the alert (desk.js puts
     the card back)."""
     me = signed_in()
+    deal_service.get_deal(me.organization_id, deal_id)  # the deal is the organization's before anything else
     stage_id = _uuid(request.form.get("to"))
     if stage_id is None:
         return alert(_("Choose a stage of the deal's pipeline."))
@@ -964,6 +967,8 @@ def _editor(
 def _editor_refused(
     me: DeskUser, key: str, refusal: ApiError, fields_map: Mapping[str, str], values: dict[str, str]
 ) -> Response:
+    if refusal.status == 404:
+        raise refusal  # another organization's pipeline or stage (or none): the desk's 404, never a form
     found = form_errors(refusal, fields_map)
     if not found:
         message = message_for(refusal) or refusal_message(refusal)
@@ -1027,6 +1032,7 @@ def _stage_values() -> dict[str, str]:
 @require_role("supervisor")
 def stage_create(pipeline_id: uuid.UUID) -> Response:
     me = signed_in()
+    pipeline_service.pipeline_for_update(me.organization_id, pipeline_id)  # the organization's, else 404
     values = _stage_values()
     key = f"new-stage-{pipeline_id}"
     try:
@@ -1052,6 +1058,7 @@ def stage_update(stage_id: uuid.UUID) -> Response:
     """A stage's name, probability, status and rotting limit (empty: none), or its place (``stage_order``
     from the up/down buttons)."""
     me = signed_in()
+    pipeline_service.get_stage(me.organization_id, stage_id)  # the organization's stage, else the 404
     values = _stage_values()
     data: dict[str, Any] = {}
     if "stage_order" in request.form:

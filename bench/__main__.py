@@ -4,7 +4,18 @@ from __future__ import annotations
 
 import sys
 
-from bench import api_auth, crm_pipeline, growth, inbox_list, inbox_pages, ingest, single_get, startup
+from bench import (
+    api_auth,
+    crm_pipeline,
+    deal_pages,
+    growth,
+    inbox_list,
+    inbox_pages,
+    ingest,
+    single_get,
+    startup,
+    ticket_pages,
+)
 
 BENCHMARKS = {
     "startup": startup.main,
@@ -12,6 +23,8 @@ BENCHMARKS = {
     "inbox_list": inbox_list.main,
     "inbox_pages": inbox_pages.main,
     "crm_pipeline": crm_pipeline.main,
+    "deal_pages": deal_pages.main,
+    "ticket_pages": ticket_pages.main,
     "single_get": single_get.main,
     "ingest": ingest.main,
     "growth": growth.main,

@@ -17,11 +17,14 @@ from flask.testing import FlaskClient, FlaskCliRunner
 from sqlalchemy import update
 
 from blueprints.crm.models import Ticket
+from blueprints.crm.services.tickets import TicketFilters, board_cards
 from core import events
 from core.db import db
+from core.environments import LIVE, in_environment
 from tests.conftest import Org
 from tests.crm.conftest import Crm
 from tests.support.desk_users import create_desk_user, sign_in
+from tests.support.plans import captured_statements, query_plan
 
 HX = {"HX-Request": "true"}
 CSRF = re.compile(r'<meta name="csrf-token" content="([^"]+)"')
@@ -425,3 +428,29 @@ def test_the_board_costs_the_same_statements_for_10_and_60_tickets(
         if n % 3 == 0:
             crm.ok(crm.patch(f"/tickets/{ticket['id']}/state", {"state": "closed"}))
     assert count() == ten
+
+
+@pytest.mark.parametrize("state", ["new", "closed"])
+def test_a_columns_cards_are_read_off_an_index_in_their_order(app: Flask, state: str) -> None:
+    """No sort step: an open column seeks ``ix_crm_tickets_list_state``, the closed one
+    ``ix_crm_tickets_board_closed`` (crm_0006), whatever the number of tickets in the state."""
+    with in_environment(app, LIVE):
+        with captured_statements() as seen:
+            board_cards(uuid.uuid4(), TicketFilters(), state, datetime.now(UTC), cursor=None, limit=50)
+        [(statement, params)] = [(s, p) for s, p in seen if "FROM crm_tickets" in s]
+        plan = query_plan(statement, params)
+        db.session.rollback()
+    index = "ix_crm_tickets_board_closed" if state == "closed" else "ix_crm_tickets_list_state"
+    assert index in plan, plan
+    assert "TEMP B-TREE" not in plan and "Sort" not in plan, plan
+
+
+def test_the_sandbox_desk_has_its_own_board(app: Flask, runner: FlaskCliRunner, org: Org, crm: Crm) -> None:
+    crm.ticket(title="Solo en vivo")
+    email = f"sara.{org.id[:6]}.sandbox@example.test"
+    create_desk_user(runner, org.id, email, name="Sara Sandbox", environment="sandbox")
+    client = app.test_client()
+    sign_in(client, email, prefix="/sandbox")
+    html = _text(client.get("/sandbox/tickets"))
+    assert 'data-board="tickets"' in html and "Solo en vivo" not in html
+    assert 'hx-get="/sandbox/tickets/heads' in html

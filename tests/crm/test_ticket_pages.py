@@ -234,8 +234,20 @@ def test_the_heads_answer_the_counts_out_of_band(agent: Desk, crm: Crm) -> None:
     crm.ticket(title="Uno", priority="urgent")
     crm.ticket(title="Dos")
     heads = _text(agent.get("/tickets/heads", headers=HX, priority="urgent"))
-    assert heads.count('hx-swap-oob="true"') == 5 and _count(heads, "new") == 1
+    assert heads.count('class="board-column-head"') == 5 and _count(heads, "new") == 1
     assert "board-card" not in heads
+
+
+def test_the_heads_tell_of_tickets_others_created_since_the_board_was_shown(agent: Desk, crm: Crm) -> None:
+    html = _text(agent.get("/tickets"))
+    live = re.search(r'hx-get="(/tickets/heads\?[^"]+)"', html)
+    assert live is not None
+    url = live.group(1).replace("&amp;", "&")
+    assert "data-news" not in _text(agent.get(url, headers=HX))
+    crm.ticket(title="Llegó por la API")  # someone else's
+    agent.post("/tickets", {"title": "Mío", "board": ""})  # the agent's own is on the board already
+    news = _text(agent.get(url, headers=HX))
+    assert 'data-news="1"' in news and "New tickets since the board was shown: 1" in news
 
 
 def test_a_new_ticket_from_the_board_joins_the_new_column(agent: Desk, crm: Crm) -> None:

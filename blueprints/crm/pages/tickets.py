@@ -329,6 +329,7 @@ def _render(template: str, **context: Any) -> str:
         day=_day,
         moment=_moment,
         kit=CardKit(context.get("state") or getattr(context.get("view"), "state", None)),
+        rendered_at=utcnow().isoformat(),
         **{"requesters": {}, **context},
     )
 
@@ -485,8 +486,21 @@ def tickets_heads() -> Response:
     me = signed_in()
     board = BoardState.from_args(request.args)
     counts = ticket_service.board_counts(me.organization_id, board.filters(me), _closed_since())
-    html_text = _render("crm/tickets/_heads.html", me=me, state=board, counts=counts)
+    since = _since(request.args.get("since", ""))
+    news = 0
+    if since is not None:
+        # tickets others created after the board was rendered: their cards are not on it yet
+        news = ticket_service.created_since(me.organization_id, board.filters(me), since, _actor(me))
+    html_text = _render("crm/tickets/_heads.html", me=me, state=board, counts=counts, news=news, live=True)
     return vary_fragment(make_response(html_text))
+
+
+def _since(value: str) -> datetime | None:
+    """The board's render time as the live element carries it (None when absent or not a time)."""
+    try:
+        return as_utc(datetime.fromisoformat(value)) if value else None
+    except ValueError:
+        return None
 
 
 def _ticket_id(ticket_id: str) -> uuid.UUID:

@@ -466,6 +466,28 @@ def _cards(tickets: list[Ticket], keyset: Keyset, limit: int, state: str | None 
     return BoardCards(shown, encode_cursor(sort, keyset.position(shown[-1])))
 
 
+def created_since(
+    organization_id: uuid.UUID, query: TicketFilters, since: datetime, excluding_actor: str | None
+) -> int:
+    """How many tickets under ``query`` were created after ``since`` by anyone but ``excluding_actor``
+    (their creation in the state history names who made them): what a board opened at ``since`` has not
+    shown yet."""
+    query = check(query)
+    made_by_them = (
+        select(TicketStateChange.id)
+        .where(
+            TicketStateChange.ticket_id == Ticket.id,
+            TicketStateChange.from_state.is_(None),
+            TicketStateChange.changed_by == excluding_actor,
+        )
+        .exists()
+    )
+    conditions = [*_conditions(organization_id, replace(query, state=None)), Ticket.created_at > since]
+    if excluding_actor is not None:
+        conditions.append(~made_by_them)
+    return int(db.session.scalar(select(func.count()).select_from(Ticket).where(*conditions)) or 0)
+
+
 def ticket_on_board(
     organization_id: uuid.UUID, query: TicketFilters, ticket_id: uuid.UUID, closed_since: datetime
 ) -> Ticket | None:

@@ -295,6 +295,11 @@ def test_a_ticket_changed_through_the_api_moves_on_an_open_board(
             "() => document.querySelector('#board-head-new [data-count]').dataset.count === '4'",
             timeout=LIVE_WITHIN_MS,
         )
+        # its card is not there yet: the board says so, and shows it when asked
+        board.locator("[data-news='1']").wait_for(timeout=LIVE_WITHIN_MS)
+    page.locator("[data-news] a").click()
+    page.get_by_text("Llamada caída en el conmutador").wait_for()
+    assert page.locator("[data-news]").count() == 0
     assert page.errors == [] and other.errors == []
 
 

@@ -200,6 +200,17 @@ def open_board(
     return page
 
 
+def duplicate_ids(page: Any) -> list[str]:
+    """Ids that name more than one element (a label or an aria reference would find the wrong one)."""
+    return list(
+        page.evaluate(
+            "() => { const seen = {};"
+            " document.querySelectorAll('[id]').forEach(e => seen[e.id] = (seen[e.id] || 0) + 1);"
+            " return Object.keys(seen).filter(k => seen[k] > 1); }"
+        )
+    )
+
+
 def card(page: Any, support: Support, start: str) -> Any:
     return page.locator(f'[data-ticket-id="{support.by_start(start)["id"]}"]')
 
@@ -344,6 +355,37 @@ def test_the_drawer_shows_the_history_and_assigns(
     assert [e for e in page.errors if "status of 422" not in e] == []
 
 
+def test_a_new_ticket_from_the_board_is_refused_by_its_field_then_joins_the_new_column(
+    support: Support, ana: DeskLogin, new_context: Callable[..., Any]
+) -> None:
+    page = open_board(new_context, ana)
+    page.get_by_role("button", name="New ticket").click()
+    sheet = page.locator("#new-ticket")
+    sheet.get_by_label("Description").wait_for()
+    wait_for_htmx(page)
+    sheet.get_by_label("Description").fill("La clienta no recibe SMS de verificación.")
+    sheet.get_by_role("button", name="Create the ticket").click()
+    sheet.locator("[data-error-for=title]").wait_for()
+    assert sheet.locator("[data-error-for=title]").inner_text() == "Fill in this field."
+    assert sheet.get_by_label("Description").input_value() == "La clienta no recibe SMS de verificación."
+    sheet.get_by_label("Title").fill("No llegan los SMS de verificación del banco")
+    sheet.get_by_label("Priority").select_option("high")
+    sheet.get_by_label("Assignee").select_option(ana.member_id)
+    sheet.get_by_role("button", name="Create the ticket").click()
+    page.locator("#desk-alerts .alert-success").wait_for()
+    [made] = crm(support.client, support.org, "GET", "/tickets", search="SMS de verificación")["data"]
+    assert made["priority"] == "high" and made["assignee_member_id"] == ana.member_id
+    column(page, "new").locator(f'[data-ticket-id="{made["id"]}"]').wait_for()
+    page.wait_for_function(
+        "() => document.querySelector('#board-head-new [data-count]').dataset.count === '4'"
+    )
+    assert sheet.get_by_label("Title").input_value() == ""  # emptied for the next one
+    assert duplicate_ids(page) == []
+    assert axe_violations(page) == []
+    # the refused create was answered 422, which Chromium logs as a failed load (the refusal working)
+    assert [e for e in page.errors if "status of 422" not in e] == []
+
+
 # ---- languages, screenshots, access ---------------------------------------------------------------------
 
 
@@ -368,6 +410,7 @@ def test_both_languages_render_with_realistic_data(
         page.wait_for_function("() => document.querySelector('#ticket-drawer').classList.contains('show')")
         wait_for_htmx(page)
         assert "historial" in page.locator("#ticket-drawer").inner_text().lower()  # shown in capitals
+        assert duplicate_ids(page) == []
         assert axe_violations(page) == []
         screenshot(page, "crm-ticket-drawer-es")
         # the list view, with the same filters

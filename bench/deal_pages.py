@@ -13,17 +13,16 @@ import json
 import random
 import re
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
 from flask import Flask
 from flask.testing import FlaskClient
-from sqlalchemy import event, insert
+from sqlalchemy import insert
 
-from bench.harness import make_app, make_org, measure
+from bench.harness import make_app, make_org, measure, statements
 from blueprints.crm.models import (
     CrmContact,
     CrmSettings,
@@ -234,22 +233,6 @@ def seed(app: Flask, organization_id: uuid.UUID, owner_id: str) -> tuple[uuid.UU
     return pipeline_id, uuid.UUID(str(stages[0]["id"])), uuid.UUID(str(deals[0]["id"]))
 
 
-@contextmanager
-def _statements(app: Flask) -> Iterator[list[str]]:
-    seen: list[str] = []
-    with app.app_context():
-        engine = db.engine
-
-    def count(*args: Any) -> None:
-        seen.append(str(args[2]))
-
-    event.listen(engine, "before_cursor_execute", count)
-    try:
-        yield seen
-    finally:
-        event.remove(engine, "before_cursor_execute", count)
-
-
 def main() -> None:
     app = make_app()
     org = make_org(app)
@@ -293,7 +276,7 @@ def main() -> None:
         ("deal page /deals/<id>", get(f"/deals/{deal_id}")),
     )
     for label, run in cases:
-        with _statements(app) as seen:
+        with statements(app) as seen:
             run()
         measure(f"{label} [{len(seen)} SQL]", run, iterations=50, warmup=3)
 

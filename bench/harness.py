@@ -7,13 +7,16 @@ import os
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from flask import Flask
+from sqlalchemy import event
 
 from app import create_app
+from core.db import db
 
 
 def make_app() -> Flask:
@@ -62,3 +65,21 @@ def measure(
         f"   p95 {p95:6.2f} ms   (n={iterations}, in-process WSGI, one thread)"
     )
     return statistics.median(samples), p95
+
+
+@contextmanager
+def statements(app: Flask) -> Iterator[list[str]]:
+    """Every SQL statement the app's live store runs inside the block, in order (the page benches print
+    how many a page costs, to show it does not grow with its rows)."""
+    seen: list[str] = []
+    with app.app_context():
+        engine = db.engine
+
+    def count(*args: Any) -> None:
+        seen.append(str(args[2]))
+
+    event.listen(engine, "before_cursor_execute", count)
+    try:
+        yield seen
+    finally:
+        event.remove(engine, "before_cursor_execute", count)

@@ -9,17 +9,13 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from typing import Any
+from collections.abc import Callable
 
 from flask import Flask
 from flask.testing import FlaskClient
-from sqlalchemy import event
 
 from bench.dataset import seed_conversations
-from bench.harness import make_app, make_org, measure
-from core.db import db
+from bench.harness import make_app, make_org, measure, statements
 
 CONVERSATIONS = 10_000
 MESSAGES = 20
@@ -55,22 +51,6 @@ def _signed_in(app: Flask, org_id: str) -> tuple[FlaskClient, str]:
     signed = client.post("/signin", data={"email": email, "password": password, "csrf_token": token.group(1)})
     assert signed.status_code == 302, signed.status_code
     return client, member_id
-
-
-@contextmanager
-def _statements(app: Flask) -> Iterator[list[str]]:
-    seen: list[str] = []
-    with app.app_context():
-        engine = db.engine
-
-    def count(*args: Any) -> None:
-        seen.append(str(args[2]))
-
-    event.listen(engine, "before_cursor_execute", count)
-    try:
-        yield seen
-    finally:
-        event.remove(engine, "before_cursor_execute", count)
 
 
 def main() -> None:
@@ -114,6 +94,6 @@ def main() -> None:
         ("fragment composer", get(f"/inbox/c/{newest}/composer")),
     )
     for label, run in cases:
-        with _statements(app) as seen:
+        with statements(app) as seen:
             run()
         measure(f"{label} [{len(seen)} SQL]", run, iterations=100, warmup=5)

@@ -18,16 +18,15 @@ import json
 import random
 import re
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from flask import Flask
 from flask.testing import FlaskClient
-from sqlalchemy import event, insert
+from sqlalchemy import insert
 
-from bench.harness import make_app, make_org, measure
+from bench.harness import make_app, make_org, measure, statements
 from blueprints.crm.models import (
     CrmContact,
     CrmProject,
@@ -258,22 +257,6 @@ def seed_tickets(app: Flask, organization_id: uuid.UUID, members: list[str]) -> 
     return open_ids
 
 
-@contextmanager
-def _statements(app: Flask) -> Iterator[list[str]]:
-    seen: list[str] = []
-    with app.app_context():
-        engine = db.engine
-
-    def count(*args: Any) -> None:
-        seen.append(str(args[2]))
-
-    event.listen(engine, "before_cursor_execute", count)
-    try:
-        yield seen
-    finally:
-        event.remove(engine, "before_cursor_execute", count)
-
-
 def main() -> None:
     app = make_app()
     org = make_org(app)
@@ -320,7 +303,7 @@ def main() -> None:
         ("page /tickets/<id>", get(f"/tickets/{newest}")),
     )
     for label, run in cases:
-        with _statements(app) as seen:
+        with statements(app) as seen:
             run()
         measure(f"{label} [{len(seen)} SQL]", run, iterations=100, warmup=5)
 

@@ -14,7 +14,6 @@ from types import ModuleType
 from typing import Any
 
 from flask import Flask, Response, jsonify, redirect, url_for
-from flask_migrate import Migrate
 from sqlalchemy import event
 from sqlalchemy.exc import DisconnectionError
 from werkzeug.middleware.dispatcher import DispatcherMiddleware
@@ -23,7 +22,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 from core import errors, jobs, ratelimit, realtime, uow
 from core.config import PROJECT_ROOT, load_settings
 from core.db import db
-from core.environments import LIVE, SANDBOX, link_environments
+from core.environments import LIVE, SANDBOX, LazyEnvironment, environment_app, link_environments
 from core.jsonio import ExactJSONProvider
 from core.openapi import INFO, SECURITY_SCHEMES, AgentDeskOpenAPI
 from core.validation import validation_error_response
@@ -45,9 +44,6 @@ def _optional_module(name: str) -> ModuleType | None:
     if importlib.util.find_spec(name) is None:
         return None
     return importlib.import_module(name)
-
-
-migrate = Migrate()
 
 
 def _discard_closed_connection(dbapi_connection: Any, record: Any, proxy: Any) -> None:
@@ -101,7 +97,6 @@ def _build(settings: dict[str, Any], environment: str) -> AgentDeskOpenAPI:
     db.init_app(app)
     with app.app_context():
         event.listen(db.engine, "checkout", _discard_closed_connection)
-    migrate.init_app(app, db, directory=str(PROJECT_ROOT / "migrations"), render_as_batch=True)
     errors.init_app(app)
     importlib.import_module("core.health").init_app(app)  # /healthz, /readyz (docs/operations.md)
     importlib.import_module("core.logs").init_app(app)  # access log lines (LOG_REQUESTS)
@@ -118,14 +113,23 @@ def _build(settings: dict[str, Any], environment: str) -> AgentDeskOpenAPI:
     return app
 
 
-def create_app(config: dict[str, Any] | None = None) -> Flask:
+def _front_door(app: Flask) -> Flask:
+    # The desk's front door in each environment: the pages send a signed-out visitor to sign in.
+    app.add_url_rule("/", "index", lambda: redirect(url_for("desk.home")))
+    return app
+
+
+def create_app(config: dict[str, Any] | None = None, *, warm: bool = False) -> Flask:
+    """The service. The sandbox app is built when first needed (a request under ``/sandbox``, a command
+    or job acting on the sandbox store): a CLI command on live data does not pay for it. ``warm=True``
+    builds it now, for servers (``serve``, ``gunicorn 'app:create_app(warm=True)'``), so the first
+    sandbox request does not wait."""
     settings = load_settings(config)
     importlib.import_module("core.logs").configure(settings)  # format, level, secrets masked
-    live = _build(settings, LIVE)
-    sandbox = _build(settings, SANDBOX)
-    link_environments(live, sandbox)
+    live = _front_door(_build(settings, LIVE))
+    link_environments(live, lambda: _front_door(_build(settings, SANDBOX)))
     live.wsgi_app = DispatcherMiddleware(  # type: ignore[method-assign]
-        live.wsgi_app, {settings["SANDBOX_PREFIX"]: sandbox.wsgi_app}
+        live.wsgi_app, {settings["SANDBOX_PREFIX"]: LazyEnvironment(live, SANDBOX)}
     )
     if proxies := settings["TRUSTED_PROXIES"]:
         # Behind nginx every request comes from nginx: the client's address (sign-in limits, rate limits,
@@ -139,9 +143,6 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     for module in cli_modules:
         for command in module.COMMANDS:
             live.cli.add_command(uow.command(command))
-
-    for environment_app_ in (live, sandbox):
-        # The desk's front door in each environment: the pages send a signed-out visitor to sign in.
-        environment_app_.add_url_rule("/", "index", lambda: redirect(url_for("desk.home")))
-
+    if warm:
+        environment_app(live, SANDBOX)
     return live

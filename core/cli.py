@@ -8,12 +8,11 @@ from typing import Any
 import click
 from flask import current_app
 from flask.cli import AppGroup, with_appcontext
-from flask_migrate import upgrade
 
 from core import demo, jobs
-from core.environments import ENVIRONMENTS, in_environment
+from core.environments import ENVIRONMENTS, SANDBOX, environment_app, in_environment
+from core.migrations import db_cli, upgrade
 from core.realtime import mark_serving, socketio
-from core.serving import JsonErrorRequestHandler
 
 demo_cli = AppGroup("demo", help="Demo data.")
 jobs_cli = AppGroup("jobs", help="Background jobs.")
@@ -86,9 +85,13 @@ def _scale_generator(scale: str) -> Any:
 def serve_command(host: str, port: int, debug: bool) -> None:
     """Serve HTTP and Socket.IO (threading mode); in embedded mode also consume the job queue."""
     app = current_app._get_current_object()  # type: ignore[attr-defined]
+    environment_app(app, SANDBOX)  # built now, not on the first sandbox request (create_app(warm=True))
     if app.config.get("JOBS_MODE") == "embedded":
         jobs.start_embedded_consumer()
         mark_serving(app)  # other processes (the CLI) relay their events here through the job queue
+    # werkzeug's server only here: every other command would pay for importing it
+    from core.serving import JsonErrorRequestHandler
+
     # Flask refuses app.run() inside its own CLI unless told this is deliberate; this command *is* the runner.
     os.environ.pop("FLASK_RUN_FROM_CLI", None)
     click.echo(f"Agent Desk on http://{host}:{port}  (API docs: http://{host}:{port}/docs/)")
@@ -113,4 +116,4 @@ def worker_command(workers: int) -> None:
     jobs.run_worker(workers)
 
 
-COMMANDS = (setup_command, demo_cli, serve_command, jobs_cli)
+COMMANDS = (setup_command, demo_cli, serve_command, jobs_cli, db_cli)

@@ -87,6 +87,12 @@ def load_settings(overrides: dict[str, Any] | None = None) -> dict[str, Any]:
         "META_APP_SECRET": env.get("META_APP_SECRET") or None,
         "META_HTTP_TIMEOUT": float(env.get("META_HTTP_TIMEOUT", "15")),
         "CHANNEL_TOKEN_KEY": env.get("CHANNEL_TOKEN_KEY") or None,
+        # Voice (docs/voice.md): Twilio's REST host (tests point it at a loopback fake) and the address the
+        # carrier calls back, from which callback URLs are built and X-Twilio-Signature is checked.
+        "TWILIO_API_BASE_URL": (env.get("TWILIO_API_BASE_URL") or "https://api.twilio.com").rstrip("/"),
+        "TWILIO_HTTP_TIMEOUT": float(env.get("TWILIO_HTTP_TIMEOUT", "15")),
+        "PUBLIC_BASE_URL": (env.get("PUBLIC_BASE_URL") or "http://127.0.0.1:5000").rstrip("/"),
+        "VOICE_SIMULATOR_STEP_SECONDS": float(env.get("VOICE_SIMULATOR_STEP_SECONDS", "1")),
         # A member whose last connection drops goes offline only after this grace (docs/members.md).
         "PRESENCE_GRACE_SECONDS": float(env.get("PRESENCE_GRACE_SECONDS", "30")),
         # Each process refreshes its members' connections this often; rows older than the stale limit

@@ -6,8 +6,10 @@ sandbox request can never reach production data: there is no shared session or e
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from flask import Flask, current_app
 
@@ -25,15 +27,60 @@ def current_environment() -> str:
     return current_app.config["AGENTDESK_ENV"]
 
 
-def link_environments(live: Flask, sandbox: Flask) -> None:
-    """Let each app find its sibling, for commands that act on both stores."""
-    apps = {LIVE: live, SANDBOX: sandbox}
-    live.extensions[_EXTENSION] = apps
-    sandbox.extensions[_EXTENSION] = apps
+class _Environments:
+    """The live app and the sandbox, which is built the first time something needs it.
+
+    Building an environment's app is half of ``create_app()`` (every area's routes, models and
+    schemas bound to it), and most processes never touch the sandbox: a CLI command on live data, a
+    job for a live organization. Servers build it before they listen (``warm``)."""
+
+    def __init__(self, live: Flask, build_sandbox: Callable[[], Flask]) -> None:
+        self._apps: dict[str, Flask] = {LIVE: live}
+        self._build_sandbox = build_sandbox
+        self._lock = threading.Lock()
+
+    def get(self, environment: str) -> Flask:
+        app = self._apps.get(environment)
+        if app is not None:
+            return app
+        if environment != SANDBOX:
+            raise KeyError(environment)
+        with self._lock:  # two threads asking at once build it once
+            if SANDBOX not in self._apps:
+                sandbox = self._build_sandbox()
+                sandbox.extensions[_EXTENSION] = self
+                self._apps[SANDBOX] = sandbox
+        return self._apps[SANDBOX]
+
+    def built(self) -> tuple[str, ...]:
+        return tuple(self._apps)
+
+
+def link_environments(live: Flask, build_sandbox: Callable[[], Flask]) -> None:
+    """Let each app find its sibling, for commands that act on both stores; the sandbox is built on
+    first use (``environment_app``)."""
+    live.extensions[_EXTENSION] = _Environments(live, build_sandbox)
 
 
 def environment_app(app: Flask, environment: str) -> Flask:
-    return app.extensions[_EXTENSION][environment]
+    return app.extensions[_EXTENSION].get(environment)
+
+
+def built_environments(app: Flask) -> tuple[str, ...]:
+    """The environments whose app this process has built so far."""
+    return app.extensions[_EXTENSION].built()
+
+
+class LazyEnvironment:
+    """A WSGI application that passes each request to one environment's app, built on the first
+    request (the sandbox mounted at ``SANDBOX_PREFIX``)."""
+
+    def __init__(self, app: Flask, environment: str) -> None:
+        self._app = app
+        self._environment = environment
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        return environment_app(self._app, self._environment).wsgi_app(environ, start_response)
 
 
 @contextmanager

@@ -39,7 +39,8 @@ WireObject = Annotated[dict[str, Any], BeforeValidator(_object)]
 class ResponseModel(BaseModel):
     """Reads domain objects by attribute; ``derive`` computes the fields a row does not hold itself."""
 
-    model_config = ConfigDict(from_attributes=True, populate_by_name=True)
+    # defer_build: validators built on first use, as RequestModel's
+    model_config = ConfigDict(from_attributes=True, populate_by_name=True, defer_build=True)
 
     @classmethod
     def derive(cls, row: Any) -> dict[str, Any]:

@@ -52,6 +52,8 @@ CHECKPOINTS: dict[str, str] = {
     "webhook.item": "each item of a provider delivery is stored on its own, so one bad item never "
     "drops the good ones of its batch",
     "broadcast.progress": "a broadcast records each paced batch, so a resumed worker never sends twice",
+    "campaign.progress": "a campaign (core/campaigns.py) records each claim and each outcome, so a resumed "
+    "worker never acts on a recipient twice",
     "presence.connection": "a Socket.IO connection is registered before the socket is told it is online",
     "ticket.number": "a per-organization counter row is created before the ticket that takes a number",
 }

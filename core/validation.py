@@ -86,7 +86,11 @@ def _scalar_kinds(annotation: Any) -> set[Any]:
 class RequestModel(BaseModel):
     """Base of every request body and query model."""
 
-    model_config = ConfigDict(str_strip_whitespace=True, extra="ignore", allow_inf_nan=False)
+    # defer_build: a model's validator is built when it first validates, not when its module is
+    # imported; start-up (every CLI command) would otherwise build all ~400 (docs/benchmarks.md).
+    model_config = ConfigDict(
+        str_strip_whitespace=True, extra="ignore", allow_inf_nan=False, defer_build=True
+    )
 
     # PATCH models: fields that may be left out but, when sent, may not be null.
     not_null: ClassVar[tuple[str, ...]] = ()
@@ -149,7 +153,9 @@ class QueryModel(RequestModel):
     """Base of every query-string model: a parameter the endpoint does not know is a 400 naming it, so a
     misspelt filter never silently returns everything."""
 
-    model_config = ConfigDict(str_strip_whitespace=True, extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(
+        str_strip_whitespace=True, extra="forbid", allow_inf_nan=False, defer_build=True
+    )
     lax_booleans: ClassVar[bool] = True
 
 

@@ -2,7 +2,9 @@ import logging
 from logging.config import fileConfig
 
 from alembic import context
-from flask import current_app
+
+from core.db import db
+from core.migrations import CONFIGURE_ARGS
 
 # this is the Alembic Config object, which provides
 # access to the values within the .ini file in use.
@@ -19,7 +21,7 @@ logger = logging.getLogger("alembic.env")
 
 def get_engine():
     # Each environment (live, sandbox) runs this inside its own app context, so this is its own store.
-    return current_app.extensions["migrate"].db.engine
+    return db.engine
 
 
 def get_engine_url():
@@ -34,7 +36,7 @@ def get_engine_url():
 # from myapp import mymodel
 # target_metadata = mymodel.Base.metadata
 config.set_main_option("sqlalchemy.url", get_engine_url())
-target_db = current_app.extensions["migrate"].db
+target_db = db
 
 # other values from the config, defined by the needs of env.py,
 # can be acquired:
@@ -94,7 +96,7 @@ def run_migrations_online():
                 directives[:] = []
                 logger.info("No changes in schema detected.")
 
-    conf_args = current_app.extensions["migrate"].configure_args
+    conf_args = dict(CONFIGURE_ARGS)
     if conf_args.get("process_revision_directives") is None:
         conf_args["process_revision_directives"] = process_revision_directives
     # indexes whose column order lives in their migration only (core.db.ORDERED_INDEXES)

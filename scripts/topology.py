@@ -224,7 +224,7 @@ class Topology:
                         "--keep-alive",
                         str(UPSTREAM_KEEPALIVE_SECONDS),
                         "--no-control-socket",  # gunicorn 27: one per user by default, shared otherwise
-                        "app:create_app()",
+                        "app:create_app(warm=True)",
                     ],
                 )
                 self.app_urls.append(f"http://127.0.0.1:{app_port}")

@@ -997,7 +997,27 @@ document.addEventListener("change", function (evt) {
     }
   }
 
+  // A live refresh of the card waits until its move is answered (or put back): it would undo the drop.
   async function move(card, column, from, next) {
+    const cardId = card.dataset.cardId;
+    card.dataset.moving = "1";
+    try {
+      await moveNow(card, column, from, next);
+    } finally {
+      delete card.dataset.moving;
+      release(cardId);
+    }
+  }
+
+  function release(cardId) {
+    const deferred = waiting.get(cardId);
+    if (deferred) {
+      waiting.delete(cardId);
+      deferred();
+    }
+  }
+
+  async function moveNow(card, column, from, next) {
     const value = column.dataset.columnValue;
     const values = new URLSearchParams({ to: value });
     if (column.dataset.needsReason !== undefined) {
@@ -1065,18 +1085,31 @@ document.addEventListener("change", function (evt) {
           if (evt.from !== evt.to) {
             move(card, evt.to.closest("[data-column]"), evt.from, evt.from.children[evt.oldIndex] || null);
           }
-          const deferred = waiting.get(card.dataset.cardId);
-          if (deferred) {
-            waiting.delete(card.dataset.cardId);
-            deferred();
-          }
+          release(card.dataset.cardId);
         },
       });
     });
   }
 
   document.addEventListener("DOMContentLoaded", function () { setUp(document); });
-  document.body.addEventListener("htmx:afterSettle", function (evt) { setUp(evt.target); });
+  document.body.addEventListener("htmx:afterSettle", function (evt) {
+    setUp(evt.target);
+    once();
+  });
+
+  // A card is on a board once: the agent's own new ticket comes in the create's answer and, when its
+  // event is quicker, from a live update too.
+  function once() {
+    const board = dragging ? null : document.querySelector("[data-board]");
+    const seen = new Set();
+    (board ? board.querySelectorAll("[data-card][data-card-id]") : []).forEach(function (card) {
+      if (seen.has(card.dataset.cardId)) {
+        card.remove();
+      } else {
+        seen.add(card.dataset.cardId);
+      }
+    });
+  }
 
   // "Move to…": the same move, chosen from the card's menu.
   document.addEventListener("click", function (evt) {
@@ -1097,53 +1130,911 @@ document.addEventListener("change", function (evt) {
     move(card, column, from, next);
   });
 
-  // Live: a card another person changed is fetched again (data-refresh-url), unless it is being dragged.
-  function refreshCard(cardId) {
-    const card = document.querySelector('[data-board] [data-card-id="' + cardId + '"]');
-    if (!card || !card.dataset.refreshUrl || !window.htmx) {
+  // Live: a card changed elsewhere is fetched again (its data-refresh-url, with the board's query) and put
+  // in the column its answer names (data-in), at its place in the column's order (data-order), or removed
+  // (an empty answer: it left this board; a 404: deleted). A deal or ticket the board does not show (new,
+  // or now under the filters) is asked for at the board's data-card-url: the card, or 204 when it is not
+  // on this board. Card answers carry every column head out of band; a removal or a 204 that may concern
+  // a card not loaded (a column with more to load) fetches the heads alone (data-heads-url, once after a
+  // burst). One request per card at a time; a card being dragged or saved is refreshed once it is
+  // dropped or answered. A reconnect fetches the whole view again (events may have been missed).
+  const inFlight = new Map(); // card id -> {again: true when another event came during the request}
+  const eventsOf = { deals: ["deal.moved", "deal.updated"], tickets: ["ticket.updated"] };
+
+  function busy(card) {
+    return card === dragging || card.dataset.moving === "1";
+  }
+
+  function liveBoard() {
+    return document.querySelector("[data-board][data-card-url]");
+  }
+
+  function cardIn(board, cardId) {
+    return board.querySelector('[data-card-id="' + CSS.escape(cardId) + '"]');
+  }
+
+  let headsTimer = null;
+  function refreshHeads(board) {
+    window.clearTimeout(headsTimer);
+    headsTimer = window.setTimeout(function () {
+      if (board.isConnected && board.dataset.headsUrl && window.htmx) {
+        window.htmx.ajax("GET", board.dataset.headsUrl, { source: board, swap: "none" });
+      }
+    }, 300);
+  }
+
+  // The card at its place in the column its answer names: before the first card that sorts after it, or
+  // at the end; not at all when its place is in a page of the column not loaded yet ("load more").
+  function place(board, card) {
+    const column = board.querySelector(
+      '[data-column][data-column-value="' + CSS.escape(card.dataset.in || "") + '"]'
+    );
+    if (!column) {
+      card.remove();
       return;
     }
-    if (card === dragging) {
-      waiting.set(cardId, function () { refreshCard(cardId); });
+    const list = cardsOf(column);
+    const order = card.dataset.order || "";
+    const after = Array.prototype.find.call(list.children, function (other) {
+      return other !== card && other.matches("[data-card]") && (other.dataset.order || "") < order;
+    });
+    if (after) {
+      list.insertBefore(card, after);
+    } else if (list.querySelector(":scope > .board-more")) {
+      card.remove();
+      return;
+    } else {
+      list.appendChild(card);
+    }
+    list.querySelectorAll(":scope > [data-empty]").forEach(function (empty) { empty.remove(); });
+  }
+
+  function answered(board, cardId, status, html) {
+    if (!board.isConnected) {
+      return; // the view was shown again meanwhile (filters, a reconnect): its cards are current
+    }
+    const current = cardIn(board, cardId);
+    if (current && busy(current)) {
+      waiting.set(cardId, function () { liveCard(cardId); });
       return;
     }
-    const board = card.closest("[data-board]");
-    fetch(card.dataset.refreshUrl, { headers: { "HX-Request": "true" }, credentials: "same-origin" })
+    if (status === 200) {
+      if (current) {
+        window.htmx.swap(current, html, { swapStyle: "outerHTML" });
+      } else {
+        window.htmx.swap(board.querySelector("[data-cards]"), html, { swapStyle: "afterbegin" });
+      }
+      const fresh = cardIn(board, cardId);
+      if (fresh && (!current || fresh.closest("[data-column]").dataset.columnValue !== fresh.dataset.in)) {
+        place(board, fresh); // new here, or moved to another column elsewhere
+      }
+      return;
+    }
+    if (status !== 204 && status !== 404) {
+      return; // a failure says nothing about the card: it stays as it is
+    }
+    // 204: not on this board; 404: deleted, or not this organization's to see
+    if (current) {
+      current.remove();
+    }
+    if (current || board.querySelector(".board-more")) {
+      refreshHeads(board);
+    }
+  }
+
+  function liveCard(cardId) {
+    const board = liveBoard();
+    if (!board || !window.htmx) {
+      return;
+    }
+    const card = cardIn(board, cardId);
+    if (card && busy(card)) {
+      waiting.set(cardId, function () { liveCard(cardId); });
+      return;
+    }
+    const running = inFlight.get(cardId);
+    if (running) {
+      running.again = true;
+      return;
+    }
+    const slot = { again: false };
+    inFlight.set(cardId, slot);
+    const url = card
+      ? card.dataset.refreshUrl
+      : board.dataset.cardUrl.split(board.dataset.cardUrlId).join(encodeURIComponent(cardId));
+    fetch(url, { headers: { "HX-Request": "true" }, credentials: "same-origin" })
       .then(function (response) {
-        if (response.status === 404) {
-          card.remove(); // deleted, or no longer this organization's to see
+        return response.text().then(function (html) { answered(board, cardId, response.status, html); });
+      })
+      .catch(function () {})
+      .finally(function () {
+        inFlight.delete(cardId);
+        if (slot.again) {
+          liveCard(cardId);
+        }
+      });
+  }
+
+  Object.keys(eventsOf).forEach(function (kind) {
+    eventsOf[kind].forEach(function (name) {
+      document.body.addEventListener("desk:" + name, function (evt) {
+        const data = (evt.detail && evt.detail.data) || {};
+        const board = liveBoard();
+        if (data.id && board && board.dataset.board === kind) {
+          liveCard(String(data.id));
+        }
+      });
+    });
+  });
+
+  document.body.addEventListener("desk:reconnected", function again() {
+    const board = liveBoard();
+    const pane = board && board.closest("#deals-view, #ticket-view");
+    if (!pane || !window.htmx) {
+      return;
+    }
+    if (dragging || board.querySelector('[data-moving="1"]')) {
+      window.setTimeout(again, 1000);
+      return;
+    }
+    window.htmx.ajax("GET", window.location.pathname + window.location.search, { target: pane, swap: "innerHTML" });
+  });
+})();
+
+// Live drawers and the task list. A record's sheet ([data-live-sheet]: the deal drawer over the board or
+// the deal's page, the ticket drawer or page) fetches itself again (data-live-url) when an event names its
+// record (deal.updated, deal.moved, ticket.updated, and task.updated of one of its tasks) or after a
+// reconnect, and swaps its parts (data-live-parts, matched by id) one by one, as the inbox's side panel
+// does: a part holding the focus, a request in flight or a row being dragged is left as it is (marked
+// data-live-stale) and fetched again once the focus leaves it. Text typed in a part and not sent yet is
+// kept, and an open <details> stays open. When the record is gone (204) the sheet shows its
+// template[data-live-gone] instead of its parts. The task list fetches itself (hx-trigger on #task-list);
+// the rail's badges are fetched again once a burst of task changes is over, since the rail's own trigger
+// is throttled and drops a change that follows another within 3 s.
+(function () {
+  "use strict";
+
+  const body = document.body;
+  if (!body.dataset.environment) {
+    return;
+  }
+  const timers = new WeakMap(); // sheet -> the timer gathering a burst of events into one request
+  const runs = new WeakMap(); // sheet -> {running, again, generation}
+
+  function sheets(kind, id) {
+    return Array.prototype.filter.call(document.querySelectorAll("[data-live-sheet]"), function (sheet) {
+      return (!kind || sheet.dataset.liveSheet === kind) && (!id || sheet.dataset.liveId === id);
+    });
+  }
+
+  function shown(sheet) {
+    const drawer = sheet.closest(".offcanvas");
+    return !drawer || drawer.classList.contains("show") || drawer.classList.contains("showing");
+  }
+
+  function partsOf(root, sheet) {
+    return Array.prototype.slice.call(root.querySelectorAll(sheet.dataset.liveParts || "[data-live-part]"));
+  }
+
+  // The sheet a part belongs to (a ticket's header part sits beside its sheet, not inside it).
+  function sheetOf(part) {
+    return part.closest("[data-live-sheet]") ||
+      (part.parentElement && part.parentElement.querySelector(":scope > [data-live-sheet]"));
+  }
+
+  function busy(part) {
+    const active = document.activeElement;
+    return (active && active !== body && part.contains(active)) ||
+      part.matches(".htmx-request, [aria-busy=true]") ||
+      part.querySelector(".htmx-request, [aria-busy=true], .sortable-chosen, .sortable-ghost") !== null;
+  }
+
+  // What was typed or chosen in a part's fields and not sent: kept across the part's swap.
+  function typed(part) {
+    const found = [];
+    part.querySelectorAll("input[id], textarea[id], select[id]").forEach(function (field) {
+      if (field.type === "hidden" || field.type === "checkbox" || field.type === "radio") {
+        return;
+      }
+      const changed = field.tagName === "SELECT"
+        ? Array.prototype.some.call(field.options, function (o) { return o.selected !== o.defaultSelected; })
+        : field.value !== field.defaultValue;
+      if (changed) {
+        found.push([field.id, field.tagName, field.value]);
+      }
+    });
+    return found;
+  }
+
+  function retype(found) {
+    found.forEach(function (entry) {
+      const field = document.getElementById(entry[0]);
+      if (field && field.tagName === entry[1]) {
+        field.value = entry[2];
+      }
+    });
+  }
+
+  function apply(sheet, html) {
+    const fresh = document.createElement("template");
+    fresh.innerHTML = html;
+    partsOf(fresh.content, sheet).forEach(function (part) {
+      const current = part.id && document.getElementById(part.id);
+      if (!current) {
+        return;
+      }
+      delete current.dataset.liveStale;
+      const open = current.querySelectorAll("details");
+      part.querySelectorAll("details").forEach(function (details, index) {
+        if (open[index]) {
+          details.open = open[index].open;
+        }
+      });
+      if (current.outerHTML === part.outerHTML) {
+        return; // nothing changed here
+      }
+      if (busy(current)) {
+        current.dataset.liveStale = "1";
+        return;
+      }
+      const kept = typed(current);
+      window.htmx.swap(current, part.outerHTML, { swapStyle: "outerHTML" });
+      retype(kept);
+    });
+  }
+
+  function removeParts(sheet) {
+    partsOf(sheet, sheet).forEach(function (part) {
+      if (busy(part)) {
+        part.dataset.liveStale = "1";
+      } else {
+        part.remove();
+      }
+    });
+  }
+
+  function gone(sheet) {
+    if (!sheet.dataset.liveGone) {
+      sheet.dataset.liveGone = "1";
+      const notice = sheet.querySelector("template[data-live-gone]");
+      if (notice) {
+        sheet.insertAdjacentHTML("afterbegin", notice.innerHTML);
+      }
+    }
+    removeParts(sheet);
+  }
+
+  function refresh(sheet) {
+    if (!sheet.isConnected || !window.htmx) {
+      return;
+    }
+    if (sheet.dataset.liveGone) {
+      removeParts(sheet);
+      return;
+    }
+    if (!shown(sheet)) {
+      return; // a closed drawer: opening it from a card fetches it again
+    }
+    let run = runs.get(sheet);
+    if (!run) {
+      run = { running: false, again: false, generation: 0 };
+      runs.set(sheet, run);
+    }
+    if (run.running) {
+      run.again = true;
+      return;
+    }
+    run.running = true;
+    const generation = run.generation;
+    fetch(sheet.dataset.liveUrl, { headers: { "HX-Request": "true" }, credentials: "same-origin" })
+      .then(function (response) {
+        if (response.status === 204 || response.status === 404) {
+          gone(sheet); // deleted elsewhere (204), or no longer this organization's to see
           return null;
         }
         return response.ok ? response.text() : null;
       })
       .then(function (html) {
-        if (html === null) {
+        if (html === null || !sheet.isConnected) {
           return;
         }
-        const current = board.querySelector('[data-card-id="' + cardId + '"]');
-        if (!current) {
+        if (run.generation !== generation) {
+          run.again = true; // the agent's own change answered meanwhile: ask again, after it
           return;
         }
-        window.htmx.swap(current, html, { swapStyle: "outerHTML" });
-        // the card says which column it belongs in now (data-in): a move made elsewhere moves it here too
-        const fresh = board.querySelector('[data-card-id="' + cardId + '"]');
-        if (!fresh || !fresh.dataset.in) {
-          return;
-        }
-        const column = board.querySelector('[data-column][data-column-value="' + fresh.dataset.in + '"]');
-        if (column && fresh.closest("[data-column]") !== column) {
-          cardsOf(column).prepend(fresh);
+        apply(sheet, html);
+      })
+      .catch(function () {})
+      .finally(function () {
+        run.running = false;
+        if (run.again) {
+          run.again = false;
+          later(sheet);
         }
       });
   }
 
-  ["deal.moved", "deal.updated", "ticket.updated"].forEach(function (name) {
-    document.body.addEventListener("desk:" + name, function (evt) {
-      const data = (evt.detail && evt.detail.data) || {};
-      const id = data.deal_id || data.ticket_id || data.id;
-      if (id) {
-        refreshCard(String(id));
+  function later(sheet) {
+    window.clearTimeout(timers.get(sheet));
+    timers.set(sheet, window.setTimeout(function () { refresh(sheet); }, 150));
+  }
+
+  function follow(kind, id) {
+    if (id) {
+      sheets(kind, String(id)).forEach(later);
+    }
+  }
+
+  function dataOf(evt) {
+    return (evt.detail && evt.detail.data) || {};
+  }
+
+  body.addEventListener("desk:deal.updated", function (evt) { follow("deal", dataOf(evt).id); });
+  body.addEventListener("desk:deal.moved", function (evt) { follow("deal", dataOf(evt).id); });
+  body.addEventListener("desk:ticket.updated", function (evt) { follow("ticket", dataOf(evt).id); });
+  body.addEventListener("desk:task.updated", function (evt) {
+    follow("deal", dataOf(evt).deal_id);
+    follow("ticket", dataOf(evt).ticket_id);
+  });
+  body.addEventListener("desk:reconnected", function () { sheets().forEach(later); });
+
+  // A request from inside a sheet (the agent's own edit) makes a live answer already on its way stale:
+  // when it starts, and when it is answered (before its swap, while its element is still in the page).
+  // One sent before the live fetch may commit after the fetch read the record, and the fetch's older
+  // parts would then overwrite what the edit just showed.
+  ["htmx:beforeRequest", "htmx:beforeSwap", "htmx:afterRequest"].forEach(function (name) {
+    body.addEventListener(name, function (evt) {
+      const sheet = evt.target.closest && (evt.target.closest("[data-live-sheet]") ||
+        (evt.target.closest("[data-live-part]") && sheetOf(evt.target.closest("[data-live-part]"))));
+      const run = sheet && runs.get(sheet);
+      if (run) {
+        run.generation += 1;
       }
     });
   });
+
+  // A part left stale is refreshed once the focus has left it, or once its request has been answered.
+  body.addEventListener("focusout", function (evt) {
+    const part = evt.target.closest && evt.target.closest("[data-live-stale]");
+    if (!part) {
+      return;
+    }
+    window.setTimeout(function () {
+      const sheet = part.isConnected && !busy(part) && sheetOf(part);
+      if (sheet) {
+        later(sheet);
+      }
+    }, 0);
+  });
+
+  body.addEventListener("htmx:afterSettle", function () {
+    document.querySelectorAll("[data-live-stale]").forEach(function (part) {
+      const sheet = !busy(part) && sheetOf(part);
+      if (sheet) {
+        later(sheet);
+      }
+    });
+  });
+
+  // The rail's badges (the overdue tasks) once a burst of task changes is over.
+  let railTimer = null;
+  body.addEventListener("desk:task.updated", function () {
+    window.clearTimeout(railTimer);
+    railTimer = window.setTimeout(function () {
+      const rail = document.getElementById("rail-items");
+      const url = rail && rail.getAttribute("hx-get");
+      if (url && window.htmx) {
+        window.htmx.ajax("GET", url, { source: rail, swap: "none" });
+      }
+    }, 600);
+  });
+})();
+
+// Sortable lists (the deal drawer's line items): rows reorder by dragging their handle (SortableJS, from
+// static/vendor) and by their "Move up" / "Move down" buttons, the keyboard and pointer-free way (WCAG
+// 2.2, 2.5.7). Generic on data attributes: a list [data-sortable-list] whose rows [data-sortable-item]
+// carry data-move-url, a handle [data-sortable-handle] in a row, buttons [data-sortable-move="up|down"].
+// Both paths post the row's new 0-based place (position) to its data-move-url. The answer, the list's
+// section again in the stored order, replaces the element the list's data-sortable-swap names, and the
+// focus goes back to the moved row's button. A refusal about the place comes back as that section with
+// its words by the row (422); any other is the alert area's, and the rows go back to their order.
+(function () {
+  "use strict";
+
+  const csrf = (document.querySelector("meta[name=csrf-token]") || {}).content || "";
+
+  function rowsOf(list) {
+    return Array.prototype.filter.call(list.children, function (child) {
+      return child.matches("[data-sortable-item]");
+    });
+  }
+
+  function refocus(rowId, direction) {
+    const row = rowId && document.getElementById(rowId);
+    if (!row || !direction) {
+      return;
+    }
+    const other = direction === "up" ? "down" : "up";
+    const button = [direction, other]
+      .map(function (which) { return row.querySelector('[data-sortable-move="' + which + '"]'); })
+      .find(function (found) { return found && !found.disabled; });
+    if (button) {
+      button.focus();
+    }
+  }
+
+  async function place(list, row, position, restore, direction) {
+    if (list.getAttribute("aria-busy") === "true") {
+      restore();
+      return;
+    }
+    list.setAttribute("aria-busy", "true");
+    let response;
+    try {
+      response = await fetch(row.dataset.moveUrl, {
+        method: "POST",
+        headers: { "X-CSRFToken": csrf, "HX-Request": "true", "Content-Type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({ position: String(position) }),
+        credentials: "same-origin",
+      });
+    } catch (error) {
+      response = null;
+    }
+    const html = response ? await response.text() : "";
+    const section = list.dataset.sortableSwap ? document.querySelector(list.dataset.sortableSwap) : null;
+    const answered = response && (response.ok || (response.status === 422 && !response.headers.get("HX-Retarget")));
+    if (answered && section && html && window.htmx) {
+      window.htmx.swap(section, html, { swapStyle: "outerHTML" });
+      setUp(document);
+      refocus(row.id, direction);
+      return;
+    }
+    list.removeAttribute("aria-busy");
+    restore();
+    const area = document.getElementById("desk-alerts");
+    if (area && html) {
+      area.insertAdjacentHTML("afterbegin", html);
+    }
+  }
+
+  function setUp(root) {
+    if (typeof Sortable === "undefined") {
+      return; // the buttons still move rows
+    }
+    root.querySelectorAll("[data-sortable-list]").forEach(function (list) {
+      if (list.dataset.sortableReady) {
+        return;
+      }
+      list.dataset.sortableReady = "1";
+      let before = [];
+      Sortable.create(list, {
+        draggable: "[data-sortable-item]",
+        handle: "[data-sortable-handle]",
+        animation: 120,
+        onStart: function () {
+          before = rowsOf(list);
+        },
+        onEnd: function (evt) {
+          const order = before;
+          const to = rowsOf(list).indexOf(evt.item);
+          if (to < 0 || to === order.indexOf(evt.item)) {
+            return;
+          }
+          place(list, evt.item, to, function () {
+            order.forEach(function (row) { list.appendChild(row); });
+          }, null);
+        },
+      });
+    });
+  }
+
+  document.addEventListener("DOMContentLoaded", function () { setUp(document); });
+  document.body.addEventListener("htmx:afterSettle", function () { setUp(document); });
+
+  // "Move up" / "Move down": the same post, one place up or down; the rows move when the answer comes.
+  document.addEventListener("click", function (evt) {
+    const button = evt.target.closest("[data-sortable-move]");
+    if (!button || button.disabled) {
+      return;
+    }
+    const row = button.closest("[data-sortable-item]");
+    const list = row && row.closest("[data-sortable-list]");
+    if (!list) {
+      return;
+    }
+    evt.preventDefault();
+    const index = rowsOf(list).indexOf(row);
+    const to = index + (button.dataset.sortableMove === "up" ? -1 : 1);
+    if (index < 0 || to < 0 || to >= rowsOf(list).length) {
+      return;
+    }
+    place(list, row, to, function () {}, button.dataset.sortableMove);
+  });
+})();
+
+// Agent studio: knowledge and test chat. The test chat's form ([data-test-chat]) sends on Enter (Shift+Enter
+// is a new line); once a turn is appended the box is emptied and the log scrolls to its end. A refused
+// configuration offers "Go to the field" ([data-studio-field]): the studio's field of that configuration
+// path is shown (its tab opened) and focused.
+(function () {
+  "use strict";
+
+  document.addEventListener("keydown", function (evt) {
+    const input = evt.target.closest && evt.target.closest("[data-test-chat-input]");
+    if (!input || evt.key !== "Enter" || evt.shiftKey || evt.isComposing) {
+      return;
+    }
+    evt.preventDefault();
+    if (input.value.trim() && input.form && !input.form.querySelector("button[type=submit]:disabled")) {
+      input.form.requestSubmit();
+    }
+  });
+
+  document.body.addEventListener("htmx:afterRequest", function (evt) {
+    const form = evt.detail.elt;
+    if (!form.matches || !form.matches("[data-test-chat]") || !evt.detail.successful) {
+      return;
+    }
+    if (evt.detail.xhr.status !== 200) {
+      return; // a refusal: what was typed stays
+    }
+    const input = form.querySelector("[data-test-chat-input]");
+    if (input) {
+      input.value = "";
+      input.focus();
+    }
+  });
+
+  document.body.addEventListener("htmx:afterSettle", function (evt) {
+    const log = evt.detail.target;
+    if (log && log.id === "test-chat-log") {
+      log.scrollTop = log.scrollHeight;
+    }
+  });
+
+  document.addEventListener("click", function (evt) {
+    const button = evt.target.closest("[data-studio-field]");
+    if (!button) {
+      return;
+    }
+    const name = button.dataset.studioField;
+    const field = Array.from(document.querySelectorAll("[name]")).find(function (el) {
+      return el.name === name && el.type !== "hidden";
+    });
+    if (!field) {
+      return;
+    }
+    const pane = field.closest(".tab-pane");
+    if (pane && !pane.classList.contains("active") && window.bootstrap) {
+      const tab = document.querySelector('[data-bs-target="#' + pane.id + '"]');
+      if (tab) {
+        window.bootstrap.Tab.getOrCreateInstance(tab).show();
+      }
+    }
+    const details = field.closest("details");
+    if (details) {
+      details.open = true;
+    }
+    field.focus();
+    field.scrollIntoView({ block: "center" });
+  });
+})();
+
+// Agent studio: the configuration editor (#studio-form). Edits mark the form dirty ("Unsaved edits", a
+// warning before leaving the page, only while dirty); the server's answer to Save replaces the form (a
+// saved form is clean, a refused or conflicting one keeps what was typed and stays dirty) and opens the
+// tab of the refused field. Prompt sections: add, rename (the textarea's name follows: sections.<name>),
+// remove, reorder by drag (SortableJS, the grip) or by the Move up / Move down buttons, a character
+// count. Call-transfer rules: add (from the template, the next index) and remove. A version saved
+// elsewhere (agent_config.updated) is announced, never swapped in: the form stays as typed.
+(function () {
+  "use strict";
+
+  const studio = document.getElementById("studio");
+  if (!studio) {
+    return;
+  }
+  let dirty = false;
+  let announced = 0;
+
+  function form() {
+    return document.getElementById("studio-form");
+  }
+
+  function setDirty(value) {
+    dirty = value;
+    const note = form() && form().querySelector("[data-studio-dirty]");
+    if (note) {
+      note.hidden = !value;
+    }
+  }
+
+  function changed() {
+    setDirty(true);
+    document.body.dispatchEvent(new CustomEvent("studio:changed", { bubbles: true }));
+  }
+
+  window.addEventListener("beforeunload", function (evt) {
+    if (dirty) {
+      evt.preventDefault();
+      evt.returnValue = "";
+    }
+  });
+
+  document.addEventListener("click", function (evt) {
+    if (evt.target.closest && evt.target.closest("[data-studio-reload]")) {
+      setDirty(false); // the person chose to drop the edits
+    }
+  });
+
+  function showTab(key) {
+    const button = document.querySelector('[data-studio-tab="' + key + '"]');
+    if (button && window.bootstrap && !button.classList.contains("active")) {
+      window.bootstrap.Tab.getOrCreateInstance(button).show();
+    }
+  }
+
+  document.addEventListener("shown.bs.tab", function (evt) {
+    const key = evt.target.dataset && evt.target.dataset.studioTab;
+    const field = form() && form().querySelector("[data-studio-tab-field]");
+    if (key) {
+      studio.dataset.tab = key; // the Save bar belongs to the form's tabs only (desk.css)
+    }
+    if (key && field && key !== "versions" && key !== "knowledge") {
+      field.value = key;
+    }
+  });
+
+  function countOf(textarea) {
+    const card = textarea.closest("[data-studio-section]");
+    const count = card && card.querySelector("[data-count]");
+    if (count) {
+      count.textContent = textarea.value.length.toLocaleString(document.documentElement.lang || undefined);
+    }
+  }
+
+  function updateMoves() {
+    const list = form() && form().querySelector("[data-studio-sections]");
+    if (!list) {
+      return;
+    }
+    const cards = list.querySelectorAll("[data-studio-section]");
+    cards.forEach(function (card, index) {
+      const up = card.querySelector('[data-studio-move="up"]');
+      const down = card.querySelector('[data-studio-move="down"]');
+      if (up) {
+        up.disabled = index === 0;
+      }
+      if (down) {
+        down.disabled = index === cards.length - 1;
+      }
+    });
+  }
+
+  function renameSection(input) {
+    const card = input.closest("[data-studio-section]");
+    const textarea = card && card.querySelector("textarea");
+    if (textarea) {
+      textarea.name = "sections." + input.value.trim();
+    }
+  }
+
+  let uid = 0;
+
+  function addSection() {
+    const input = document.getElementById("studio-new-section");
+    const template = document.getElementById("studio-section-template");
+    const list = form() && form().querySelector("[data-studio-sections]");
+    if (!input || !template || !list) {
+      return;
+    }
+    const name = input.value.trim();
+    if (!name) {
+      input.focus();
+      return;
+    }
+    const card = template.content.firstElementChild.cloneNode(true);
+    uid += 1;
+    const textarea = card.querySelector("textarea");
+    const label = card.querySelector("label");
+    const count = card.querySelector("[data-studio-count]");
+    textarea.id = "f-added-" + uid;
+    textarea.name = "sections." + name;
+    if (label) {
+      label.htmlFor = textarea.id;
+    }
+    if (count) {
+      count.id = "count-added-" + uid;
+      textarea.setAttribute("aria-describedby", count.id);
+    }
+    card.querySelector("[data-studio-section-name]").value = name;
+    list.appendChild(card);
+    input.value = "";
+    updateMoves();
+    changed();
+    textarea.focus();
+  }
+
+  function addTransfer() {
+    const template = document.getElementById("studio-transfer-template");
+    const list = form() && form().querySelector("[data-studio-transfers]");
+    if (!template || !list) {
+      return;
+    }
+    let next = 0;
+    list.querySelectorAll("[data-studio-transfer]").forEach(function (row) {
+      next = Math.max(next, Number(row.dataset.index) + 1);
+    });
+    const html = template.innerHTML.split("__i__").join(String(next));
+    list.insertAdjacentHTML("beforeend", html);
+    const row = list.lastElementChild;
+    changed();
+    const first = row && row.querySelector("input");
+    if (first) {
+      first.focus();
+    }
+  }
+
+  document.addEventListener("click", function (evt) {
+    const target = evt.target.closest ? evt.target : null;
+    if (!target || !target.closest("#studio-form")) {
+      return;
+    }
+    const move = target.closest("[data-studio-move]");
+    if (move) {
+      const card = move.closest("[data-studio-section]");
+      const sibling = move.dataset.studioMove === "up" ? card.previousElementSibling : card.nextElementSibling;
+      if (sibling) {
+        if (move.dataset.studioMove === "up") {
+          sibling.before(card);
+        } else {
+          sibling.after(card);
+        }
+        updateMoves();
+        changed();
+        if (move.disabled) {
+          const other = card.querySelector('[data-studio-move="' + (move.dataset.studioMove === "up" ? "down" : "up") + '"]');
+          if (other) {
+            other.focus();
+          }
+        } else {
+          move.focus();
+        }
+      }
+      return;
+    }
+    const remove = target.closest("[data-studio-remove-section]");
+    if (remove) {
+      const card = remove.closest("[data-studio-section]");
+      const next = card.nextElementSibling || card.previousElementSibling;
+      card.remove();
+      updateMoves();
+      changed();
+      const focus = next ? next.querySelector("textarea") : document.getElementById("studio-new-section");
+      if (focus) {
+        focus.focus();
+      }
+      return;
+    }
+    if (target.closest("[data-studio-add-section]")) {
+      addSection();
+      return;
+    }
+    if (target.closest("[data-studio-add-transfer]")) {
+      addTransfer();
+      return;
+    }
+    const removeRule = target.closest("[data-studio-remove-transfer]");
+    if (removeRule) {
+      removeRule.closest("[data-studio-transfer]").remove();
+      changed();
+      const add = form().querySelector("[data-studio-add-transfer]");
+      if (add) {
+        add.focus();
+      }
+    }
+  });
+
+  document.addEventListener("keydown", function (evt) {
+    if (evt.key === "Enter" && evt.target.id === "studio-new-section") {
+      evt.preventDefault();
+      addSection();
+    }
+  });
+
+  document.addEventListener("input", function (evt) {
+    const field = evt.target;
+    if (!field.closest || !field.closest("#studio-form") || field.id === "studio-new-section") {
+      return;
+    }
+    if (field.matches("[data-studio-section-name]")) {
+      renameSection(field);
+    }
+    if (field.matches("textarea.studio-text")) {
+      countOf(field);
+    }
+    changed();
+  });
+
+  document.addEventListener("change", function (evt) {
+    if (evt.target.closest && evt.target.closest("#studio-form") && evt.target.id !== "studio-new-section") {
+      changed();
+    }
+  });
+
+  function sortable() {
+    const list = form() && form().querySelector("[data-studio-sections]");
+    if (!list || typeof Sortable === "undefined" || list.dataset.sortableReady) {
+      return;
+    }
+    list.dataset.sortableReady = "1";
+    Sortable.create(list, {
+      handle: "[data-studio-drag]",
+      draggable: "[data-studio-section]",
+      animation: 150,
+      onEnd: function () {
+        updateMoves();
+        changed();
+      },
+    });
+  }
+
+  function announce() {
+    const notice = document.getElementById("studio-live-notice");
+    const current = form() ? Number(form().dataset.expectedVersion || 0) : 0;
+    if (!notice) {
+      return;
+    }
+    if (announced > current) {
+      notice.querySelector("[data-notice-text]").textContent = notice.dataset.template.replace("__n__", String(announced));
+      notice.hidden = false;
+    } else {
+      notice.hidden = true;
+    }
+  }
+
+  document.body.addEventListener("desk:agent_config.updated", function (evt) {
+    const data = (evt.detail && evt.detail.data) || {};
+    if (String(data.config_id) !== studio.dataset.configId) {
+      return;
+    }
+    announced = Math.max(announced, Number(data.version || 0));
+    if (!(form() && form().classList.contains("htmx-request"))) {
+      announce(); // a save of ours in flight: its answer says which version the form now is
+    }
+  });
+
+  document.body.addEventListener("htmx:afterSettle", function (evt) {
+    if (!evt.detail.target || evt.detail.target.id !== "studio-form") {
+      return;
+    }
+    const fresh = form();
+    setDirty(!fresh.hasAttribute("data-clean"));
+    showTab(fresh.dataset.activeTab);
+    sortable();
+    updateMoves();
+    announce();
+    const invalid = fresh.querySelector("[aria-invalid=true]");
+    if (invalid) {
+      invalid.focus();
+    } else if (fresh.querySelector("#studio-conflict")) {
+      fresh.querySelector("#studio-conflict").scrollIntoView({ block: "start" });
+    }
+    document.body.dispatchEvent(new CustomEvent("studio:changed", { bubbles: true }));
+  });
+
+  document.body.addEventListener("htmx:beforeRequest", function (evt) {
+    if (evt.detail.elt && evt.detail.elt.matches && evt.detail.elt.matches("[data-studio-restore]")) {
+      setDirty(false); // confirmed: the restore reloads the page with the new version
+    }
+  });
+
+  document.addEventListener("DOMContentLoaded", function () {
+    sortable();
+    updateMoves();
+  });
+  if (document.readyState !== "loading") {
+    sortable();
+    updateMoves();
+  }
 })();

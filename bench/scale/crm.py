@@ -407,7 +407,9 @@ def _deals(
                     "created_at": created,
                 },
             )
-            for (product, quantity, price, discount), total in zip(items, totals, strict=True):
+            for position, ((product, quantity, price, discount), total) in enumerate(
+                zip(items, totals, strict=True)
+            ):
                 bulk.add(
                     items_t,
                     {
@@ -423,6 +425,7 @@ def _deals(
                         "currency": currency,
                         "sku": product[1],
                         "notes": None,
+                        "position": position,  # the editor's order: items share one created_at here
                         "created_at": created,
                         "updated_at": created,
                     },

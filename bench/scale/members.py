@@ -18,6 +18,7 @@ from argon2 import PasswordHasher
 from sqlalchemy import update
 
 from bench.scale.common import Bulk, Clock, Progress, new_id
+from blueprints.members.agent_config import AgentConfigDraft, parse
 from blueprints.members.models import Member, MemberStatusEvent, User
 from blueprints.members.services import agents, reasons, teams
 from blueprints.members.services.members import create_member
@@ -132,16 +133,19 @@ def create_people(organization_id: uuid.UUID, rng: Random, clock: Clock) -> Peop
         agents.replace_config(
             organization_id,
             member_id,
-            {
-                "sections": {
-                    "identity": identity,
-                    "rules": "Responde en español, breve y amable. Nunca inventes precios.",
-                    "chat": {"temperature": 0.4, "context_messages": 30},
+            parse(
+                AgentConfigDraft,
+                {
+                    "sections": {
+                        "identity": identity,
+                        "rules": "Responde en español, breve y amable. Nunca inventes precios.",
+                        "chat": {"temperature": 0.4, "context_messages": 30},
+                    },
+                    "tools": {"transfer_to_human": {"enabled": True}, "create_ticket": {"enabled": True}},
+                    "agent_type": category,
+                    "business_category": category,
                 },
-                "tools": {"transfer_to_human": {"enabled": True}, "create_ticket": {"enabled": True}},
-                "agent_type": category,
-                "business_category": category,
-            },
+            ),
             changed_by=ACTOR,
         )
         people.ai.append(member_id)

@@ -20,7 +20,13 @@ def init_app(app: Flask) -> None:
     )
     from blueprints.ai.api import api, messaging_api
     from blueprints.ai.handoff import DEFAULT_PAUSE_MINUTES
-    from blueprints.ai.pages import pages
+    from blueprints.ai.pages import (  # the modules put their routes on ``pages``
+        agents,  # noqa: F401
+        knowledge,  # noqa: F401
+        pages,
+        studio,  # noqa: F401
+        test_chat,  # noqa: F401
+    )
 
     # Minutes an agent stays quiet after a human reply or a template (0: until resumed); docs/ai-agents.md.
     app.config.setdefault(
@@ -28,6 +34,8 @@ def init_app(app: Flask) -> None:
     )
     app.register_api(api)  # type: ignore[attr-defined]
     app.register_api(messaging_api)  # type: ignore[attr-defined]
-    app.register_blueprint(pages)  # the desk: the header's AI badge, /agents and the runs log
+    # the desk: the header's AI badge, the runs log (pages/__init__.py), the agent list (agents.py), the
+    # studio (studio.py) with its Knowledge tab and Test chat (knowledge.py, test_chat.py), all on ``pages``
+    app.register_blueprint(pages)
     subscribe_batch("message.created", runtime.on_messages_created)
     subscribe("conversation.assigned", runtime.on_conversation_assigned)

@@ -39,6 +39,7 @@ from sqlalchemy import select
 from blueprints.ai.models import AiConversationState, AiRun
 from blueprints.inbox.services import assignment, notes
 from blueprints.inbox.services.common import conversation_or_404, publish_updated
+from blueprints.members.agent_config import target_type
 from blueprints.members.services.members import find_member
 from blueprints.messaging.models import Conversation
 from core.db import db, isoformat, utcnow
@@ -96,12 +97,12 @@ def hand_off(
     member_id: str | None = None
     team_id: str | None = None
     lines = [note.strip()] if note.strip() else []
-    if target and not target.startswith("+"):
+    if target and target_type(target) == "member":
         member = find_member(organization_id, target)
         if member is not None and member.id != agent_id:
             assignment.assign_member(conversation, member.id, assigned_by=actor)
             member_id = member.id
-    elif target.startswith("+"):
+    elif target and target_type(target) == "phone":
         lines.append(TRANSFER_NUMBER.format(rule=rule.get("name") if rule else "", number=target))
     if member_id is None:
         team_id, human = _routing_target(conversation, agent_id)

@@ -212,6 +212,10 @@ def _index(document: KnowledgeDocument) -> None:
     document.search_text = fold(f"{document.title}\n{document.body}")
 
 
+# What a document's audit entries name (never the values).
+_DOCUMENT_FIELDS = ("title", "body", "source", "agent_id")
+
+
 def create_document(organization_id: uuid.UUID, fields: dict[str, Any]) -> KnowledgeDocument:
     """``fields``: title, body, and optionally source and agent_id (an AI agent of the organization)."""
     _check_agent(organization_id, fields.get("agent_id"))
@@ -225,6 +229,13 @@ def create_document(organization_id: uuid.UUID, fields: dict[str, Any]) -> Knowl
     _index(document)
     db.session.add(document)
     db.session.flush()
+    audit_log.record(
+        "knowledge_document.created",
+        "knowledge_document",
+        document.id,
+        [name for name in _DOCUMENT_FIELDS if getattr(document, name) is not None],
+        organization_id=organization_id,
+    )
     return document
 
 
@@ -235,8 +246,10 @@ def get_document(organization_id: uuid.UUID, document_id: str) -> KnowledgeDocum
 def update_document(
     organization_id: uuid.UUID, document_id: str, fields: dict[str, Any]
 ) -> KnowledgeDocument:
-    """Only the fields sent; ``source`` and ``agent_id`` accept null."""
+    """Only the fields sent; ``source`` and ``agent_id`` accept null. A change is audited with the names of
+    the fields whose value changed (none changed: no entry)."""
     document = get_document(organization_id, document_id)
+    before = {name: getattr(document, name) for name in _DOCUMENT_FIELDS}
     if "agent_id" in fields:
         _check_agent(organization_id, fields["agent_id"])
         document.agent_id = fields["agent_id"]
@@ -247,6 +260,15 @@ def update_document(
         document.source = fields["source"]
     _index(document)
     db.session.flush()
+    changed = [name for name in _DOCUMENT_FIELDS if getattr(document, name) != before[name]]
+    if changed:
+        audit_log.record(
+            "knowledge_document.updated",
+            "knowledge_document",
+            document.id,
+            changed,
+            organization_id=organization_id,
+        )
     return document
 
 
@@ -259,13 +281,25 @@ def delete_document(organization_id: uuid.UUID, document_id: str) -> None:
 
 
 def list_documents(
-    organization_id: uuid.UUID, *, agent_id: str | None, search_text: str | None, offset: int, limit: int
+    organization_id: uuid.UUID,
+    *,
+    agent_id: str | None,
+    search_text: str | None,
+    offset: int,
+    limit: int,
+    used_by: str | None = None,
 ) -> Page[KnowledgeDocument]:
+    """By title. ``agent_id``: that agent's own documents only; ``used_by``: the documents that agent
+    answers from (its own and the organization's shared ones, as :func:`search` scopes them)."""
     statement = select(KnowledgeDocument).where(KnowledgeDocument.organization_id == organization_id)
     if agent_id is not None:
         statement = statement.where(KnowledgeDocument.agent_id == agent_id)
+    if used_by is not None:
+        statement = statement.where(
+            or_(KnowledgeDocument.agent_id.is_(None), KnowledgeDocument.agent_id == used_by)
+        )
     if search_text:
-        found = search(organization_id, search_text, agent_id=agent_id, limit=50)
+        found = search(organization_id, search_text, agent_id=agent_id or used_by, limit=50)
         ids = [uuid.UUID(hit.document_id) for hit in found if hit.document_id]
         statement = statement.where(KnowledgeDocument.id.in_(ids))
     statement = statement.order_by(KnowledgeDocument.title, KnowledgeDocument.id)

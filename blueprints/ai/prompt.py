@@ -20,9 +20,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from blueprints.members.schemas import CHAT_DEFAULTS
+from blueprints.members.agent_config import COMMON_SECTIONS, chat_settings
 
-SECTION_ORDER = ("identity", "rules", "tone", "knowledge", "escalation", "closing")
+# The configuration's rules (section names, chat parameters and their defaults) are the members area's
+# (blueprints/members/agent_config.py); the prompt only reads them.
+SECTION_ORDER = COMMON_SECTIONS
 TOOL_GUIDANCE = {
     "transfer_to_human": "transfer_to_human: hand the conversation to a person when the customer asks for "
     "one, when a transfer rule's condition holds (name the rule), or when you cannot help. Write a short "
@@ -40,9 +42,8 @@ _HEADINGS = {name: name.replace("_", " ").capitalize() for name in SECTION_ORDER
 
 
 def chat_parameters(sections: dict[str, Any]) -> dict[str, Any]:
-    """``sections.chat`` with the defaults for what is not set (temperature 0.7, 50 messages, 7 days,
-    no splitting)."""
-    return {**CHAT_DEFAULTS, **(sections.get("chat") or {})}
+    """``sections.chat`` with the defaults for what is not set (``agent_config.CHAT_PARAMETERS``)."""
+    return chat_settings(sections)
 
 
 def ordered_sections(sections: dict[str, Any]) -> list[tuple[str, str]]:

@@ -19,6 +19,10 @@ falling back to the environment):
 Without ``LLM_BASE_URL`` or ``LLM_MODEL`` :func:`chat_provider` is None and the runtime uses the offline
 responder (``blueprints/ai/offline.py``). Every failure, after the retries, is one :class:`ProviderError`
 with a short ``reason``; callers never see the library's exception classes.
+
+:meth:`ChatProvider.complete` waits for the whole answer (messaging sends whole messages);
+:meth:`ChatProvider.stream` asks for ``stream: true`` and yields the answer's text as its server-sent
+events arrive, then the assembled :class:`Completion` (a phone call speaks the first words at once).
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -119,14 +125,13 @@ class ChatProvider:
             max_retries=config.max_retries,
         )
 
-    def complete(
+    def _request(
         self,
         messages: list[dict[str, Any]],
-        *,
-        tools: list[dict[str, Any]] | None = None,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-    ) -> Completion:
+        tools: list[dict[str, Any]] | None,
+        temperature: float | None,
+        max_tokens: int | None,
+    ) -> dict[str, Any]:
         request: dict[str, Any] = {
             "model": self.model,
             "messages": messages,
@@ -137,27 +142,135 @@ class ChatProvider:
             request["tool_choice"] = "auto"
         if temperature is not None:
             request["temperature"] = temperature
-        import openai  # loaded by __init__ already; the name is needed for the errors below
+        return request
 
+    def complete(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+    ) -> Completion:
+        request = self._request(messages, tools, temperature, max_tokens)
         started = time.perf_counter()
-        try:
+        with _as_provider_errors():
             response = self._client.chat.completions.create(**request)
-        except openai.APITimeoutError as exc:
-            raise ProviderError("timeout", str(exc)) from None
-        except openai.RateLimitError as exc:
-            raise ProviderError("rate_limited", str(exc)) from None
-        except openai.APIConnectionError as exc:
-            raise ProviderError("unavailable", str(exc)) from None
-        except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
-            raise ProviderError("auth", str(exc)) from None
-        except openai.InternalServerError as exc:
-            raise ProviderError("unavailable", str(exc)) from None
-        except openai.APIStatusError as exc:
-            raise ProviderError("bad_request", f"HTTP {exc.status_code}: {exc.message}") from None
-        except openai.APIError as exc:  # a body the client could not read
-            raise ProviderError("bad_response", str(exc)) from None
         latency_ms = int((time.perf_counter() - started) * 1000)
         return _completion(response, self.model, latency_ms)
+
+    def stream(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+    ) -> Iterator[str | Completion]:
+        """The same request with ``stream: true`` (server-sent events): yields each piece of the answer's
+        text as it arrives (a caller on a phone call speaks it at once), then one :class:`Completion`
+        with the whole text, the tool calls assembled from their deltas and the usage. Failures are
+        :class:`ProviderError`, before the first piece or in the middle of the stream."""
+        request = self._request(messages, tools, temperature, max_tokens)
+        # Usage comes in a last chunk only when asked for (OpenAI, vLLM, Ollama honour it).
+        request.update(stream=True, stream_options={"include_usage": True})
+        started = time.perf_counter()
+        assembled = _Assembly()
+        with _as_provider_errors():
+            response = self._client.chat.completions.create(**request)
+            try:
+                for chunk in response:
+                    piece = assembled.add(chunk)
+                    if piece:
+                        yield piece
+            finally:
+                # A caller that stops early (the caller spoke over the agent) closes the HTTP stream now,
+                # not when the garbage collector gets to it: the server stops writing and the connection
+                # goes back to the pool.
+                response.close()
+        latency_ms = int((time.perf_counter() - started) * 1000)
+        yield assembled.completion(self.model, latency_ms)
+
+
+@contextmanager
+def _as_provider_errors() -> Iterator[None]:
+    """The client library's exceptions as one :class:`ProviderError` with a short reason."""
+    import openai  # loaded by ChatProvider.__init__ already; the names are needed for the errors below
+
+    try:
+        yield
+    except openai.APITimeoutError as exc:
+        raise ProviderError("timeout", str(exc)) from None
+    except openai.RateLimitError as exc:
+        raise ProviderError("rate_limited", str(exc)) from None
+    except openai.APIConnectionError as exc:
+        raise ProviderError("unavailable", str(exc)) from None
+    except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
+        raise ProviderError("auth", str(exc)) from None
+    except openai.InternalServerError as exc:
+        raise ProviderError("unavailable", str(exc)) from None
+    except openai.APIStatusError as exc:
+        raise ProviderError("bad_request", f"HTTP {exc.status_code}: {exc.message}") from None
+    except openai.APIError as exc:  # a body the client could not read
+        raise ProviderError("bad_response", str(exc)) from None
+
+
+@dataclass
+class _Assembly:
+    """A streamed answer put back together: text pieces, tool calls by their ``index`` (the id and name
+    come in the first delta, the arguments' text in pieces), the usage of the last chunk."""
+
+    text: list[str] = field(default_factory=list)
+    calls: dict[int, dict[str, str]] = field(default_factory=dict)
+    model: str | None = None
+    finish_reason: str | None = None
+    usage: Any = None
+
+    def add(self, chunk: Any) -> str | None:
+        self.model = getattr(chunk, "model", None) or self.model
+        self.usage = getattr(chunk, "usage", None) or self.usage
+        choices = getattr(chunk, "choices", None) or []
+        if not choices:
+            return None
+        self.finish_reason = getattr(choices[0], "finish_reason", None) or self.finish_reason
+        delta = getattr(choices[0], "delta", None)
+        for call in getattr(delta, "tool_calls", None) or []:
+            slot = self.calls.setdefault(call.index, {"id": "", "name": "", "arguments": ""})
+            function = getattr(call, "function", None)
+            slot["id"] = call.id or slot["id"]
+            slot["name"] = getattr(function, "name", None) or slot["name"]
+            slot["arguments"] += getattr(function, "arguments", None) or ""
+        piece = getattr(delta, "content", None)
+        if piece:
+            self.text.append(piece)
+        return piece or None
+
+    def completion(self, model: str, latency_ms: int) -> Completion:
+        calls = [_tool_call(c["id"], c["name"], c["arguments"]) for _, c in sorted(self.calls.items())]
+        text = "".join(self.text) or None
+        if not calls and not (text or "").strip():
+            raise ProviderError("bad_response", "the answer has neither text nor tool calls")
+        return Completion(
+            text=text,
+            tool_calls=calls,
+            model=self.model or model,
+            prompt_tokens=getattr(self.usage, "prompt_tokens", None),
+            completion_tokens=getattr(self.usage, "completion_tokens", None),
+            finish_reason=self.finish_reason,
+            latency_ms=latency_ms,
+        )
+
+
+def _tool_call(call_id: str, name: str, raw: str | None) -> ToolCall:
+    """A tool call; arguments that are not a JSON object are kept raw (the tool answers with an error)."""
+    raw = raw or "{}"
+    try:
+        arguments = json.loads(raw)
+    except ValueError:
+        arguments = None
+    if isinstance(arguments, dict):
+        return ToolCall(id=call_id, name=name, arguments=arguments)
+    return ToolCall(id=call_id, name=name, arguments={}, invalid_arguments=raw)
 
 
 def _completion(response: Any, model: str, latency_ms: int) -> Completion:
@@ -165,20 +278,11 @@ def _completion(response: Any, model: str, latency_ms: int) -> Completion:
     if not choices or getattr(choices[0], "message", None) is None:
         raise ProviderError("bad_response", "the answer has no message")
     message = choices[0].message
-    calls = []
-    for call in message.tool_calls or []:
-        function = getattr(call, "function", None)
-        if function is None:
-            continue
-        raw = function.arguments or "{}"
-        try:
-            arguments = json.loads(raw)
-        except ValueError:
-            arguments = None
-        if isinstance(arguments, dict):
-            calls.append(ToolCall(id=call.id, name=function.name, arguments=arguments))
-        else:
-            calls.append(ToolCall(id=call.id, name=function.name, arguments={}, invalid_arguments=raw))
+    calls = [
+        _tool_call(call.id, call.function.name, call.function.arguments)
+        for call in message.tool_calls or []
+        if getattr(call, "function", None) is not None
+    ]
     if not calls and not (message.content or "").strip():
         raise ProviderError("bad_response", "the answer has neither text nor tool calls")
     usage = getattr(response, "usage", None)

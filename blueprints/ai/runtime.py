@@ -1,4 +1,9 @@
-"""The runtime: an AI agent answering the conversations assigned to it.
+"""The messaging adapter of the AI runtime: an AI agent answering the conversations assigned to it.
+
+The agent's brain — configuration, context window, prompt, model, tools, hand-off decision, run record —
+is the channel-agnostic conversation core (``conversation.py``); this module is what is messaging's:
+reading the conversation's stored messages, bursts and pauses, the lease on the conversation, splitting
+long answers and sending them through ``messaging.sending``. (``voice_turns.py`` is the voice side.)
 
 Trigger: every incoming message (``message.created``) and every assignment (``conversation.assigned``)
 enqueues :data:`answer_conversation_job`. The job answers when the conversation is assigned to an AI
@@ -13,10 +18,11 @@ message a run covered (``answered_through``), at most :data:`MAX_BURST`: two mes
 together, or while the model is thinking, get one answer. A lease left by a dead worker expires after
 ``AI_LEASE_SECONDS`` (default 300).
 
-**A run**: the prompt (``prompt.py``, documented order), the enabled tools (``tools.py``), the model
-(``provider.py``; offline responder without one), up to :data:`MAX_ROUNDS` rounds of tool calls, then the
-answer through ``messaging.sending.send_message`` as the agent (``member_id``), split per
-``split_long_messages`` (``splitting.py``). Every run is stored in ``ai_runs`` with its outcome.
+**A run**: the burst and its history as the core's turns, the core's answer (the prompt in
+``prompt.py``'s order, the enabled tools, the model or the offline responder, up to :data:`MAX_ROUNDS`
+rounds of tool calls: ``conversation.converse``), then the answer through
+``messaging.sending.send_message`` as the agent (``member_id``), split per ``split_long_messages``
+(``splitting.py``). Every run is stored in ``ai_runs`` with its outcome.
 Outcomes: ``answered``, ``handed_off``, ``failed_handed_off`` (the model failed after its retries: the
 conversation goes to people with a note, the customer's messages stay in it unanswered), ``window_closed``
 (nothing sent), ``skipped_paused``, ``send_failed``, ``no_answer``.
@@ -24,11 +30,9 @@ conversation goes to people with a note, the customer's messages stay in it unan
 
 from __future__ import annotations
 
-import json
 import os
-import time
 import uuid
-from dataclasses import dataclass, field
+from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
 
@@ -38,12 +42,22 @@ from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from blueprints.ai import handoff, offline, prompt, splitting, tools
-from blueprints.ai.models import AiConversationState, AiRun
-from blueprints.ai.provider import ChatProvider, Completion, ProviderError, chat_provider
+from blueprints.ai import handoff, prompt, splitting, tools
+from blueprints.ai.conversation import (
+    MAX_ROUNDS,
+    AgentSetup,
+    RunResult,
+    Turn,
+    agent_setup,
+    answer_offline,
+    chat_messages,
+    converse,
+    record_run,
+    window_limits,
+)
+from blueprints.ai.models import AiConversationState
+from blueprints.ai.provider import ChatProvider, ProviderError, chat_provider
 from blueprints.members.models import Member
-from blueprints.members.services import agents
-from blueprints.members.services.members import find_member
 from blueprints.messaging.models import Contact, Conversation, Message
 from blueprints.messaging.sending import SERVICE_WINDOW, Content, send_message
 from core.db import db, isoformat, utcnow
@@ -51,7 +65,9 @@ from core.errors import ApiError
 from core.events import DomainEvent, publish
 from core.jobs import job
 
-MAX_ROUNDS = 4
+# The core's names that callers (the API, the playground) have always imported from here.
+__all__ = ["MAX_ROUNDS", "AgentSetup", "RunResult", "agent_setup", "converse"]
+
 MAX_BURST = 20
 DEFAULT_LEASE_SECONDS = 300
 
@@ -59,48 +75,6 @@ DEFAULT_LEASE_SECONDS = 300
 def _lease_seconds() -> int:
     value = current_app.config.get("AI_LEASE_SECONDS") if has_app_context() else None
     return int(value if value is not None else os.environ.get("AI_LEASE_SECONDS") or DEFAULT_LEASE_SECONDS)
-
-
-# ----------------------------------------------------------------------------------------- the agent
-
-
-@dataclass(frozen=True)
-class AgentSetup:
-    """What a run needs of an agent's configuration (stored, or an unsaved one in the playground)."""
-
-    agent_id: str
-    sections: dict[str, Any]
-    tools: dict[str, Any]
-    call_transfers: list[dict[str, Any]]
-    version: int | None
-
-    @property
-    def chat(self) -> dict[str, Any]:
-        return prompt.chat_parameters(self.sections)
-
-    @property
-    def enabled(self) -> list[str]:
-        return tools.enabled_tools(self.tools)
-
-
-def agent_setup(organization_id: uuid.UUID, agent_id: str | None) -> AgentSetup | None:
-    """The AI member's configuration, or None (not an AI member, or no configuration)."""
-    if not agent_id:
-        return None
-    member = find_member(organization_id, agent_id)
-    if member is None or not member.ai:
-        return None
-    try:
-        config = agents.get_config(organization_id, agent_id)
-    except ApiError:
-        return None
-    return AgentSetup(
-        agent_id=agent_id,
-        sections=dict(config.sections or {}),
-        tools=dict(config.tools or {}),
-        call_transfers=list(config.call_transfers or []),
-        version=config.version,
-    )
 
 
 # ------------------------------------------------------------------------------------------- the lease
@@ -226,11 +200,11 @@ def pending_messages(
 
 
 def history(conversation: Conversation, before: list[Message], chat: dict[str, Any]) -> list[Message]:
-    """``context_messages`` messages before the burst, within ``context_days``; none for 0 messages."""
-    count = int(chat.get("context_messages") or 0)
+    """``context_messages`` messages before the burst, within ``context_days``; none for 0 messages
+    (the core's :func:`~blueprints.ai.conversation.window_limits`, as this query's LIMIT and WHERE)."""
+    count, cutoff = window_limits(chat, utcnow())
     if count <= 0:
         return []
-    cutoff = utcnow() - timedelta(days=int(chat.get("context_days") or 7))
     # Every other message (an answer the agent sent while the burst was arriving included), in the order
     # the desk learnt of them (created_at): a provider's timestamps have whole seconds, so an answer and
     # the next question can share one; the days are counted on the provider's time.
@@ -247,121 +221,20 @@ def history(conversation: Conversation, before: list[Message], chat: dict[str, A
     return list(reversed(list(db.session.scalars(statement))))
 
 
-def _as_chat(message: Message) -> dict[str, Any]:
-    role = "user" if message.direction == "incoming" else "assistant"
-    return {"role": role, "content": prompt.message_text(message.content, message.template)}
+def _turns(messages: Iterable[Message]) -> list[Turn]:
+    """Stored messages as the core's turns: incoming ones are the customer's; outgoing ones (people's,
+    templates, the agent's) are the agent side's."""
+    return [
+        Turn(
+            "customer" if m.direction == "incoming" else "agent",
+            prompt.message_text(m.content, m.template),
+            m.timestamp,
+        )
+        for m in messages
+    ]
 
 
 # ---------------------------------------------------------------------------------------------- a run
-
-
-@dataclass
-class RunResult:
-    outcome: str
-    answer: list[str] = field(default_factory=list)
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)
-    model: str | None = None
-    prompt_chars: int = 0
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    rounds: int = 0
-    latency_ms: int = 0
-    error: str | None = None
-    handed_off: handoff.HandOff | None = None
-    sent_ids: list[str] = field(default_factory=list)
-
-
-def _add_tokens(result: RunResult, completion: Completion) -> None:
-    if completion.prompt_tokens is not None:
-        result.prompt_tokens = (result.prompt_tokens or 0) + completion.prompt_tokens
-    if completion.completion_tokens is not None:
-        result.completion_tokens = (result.completion_tokens or 0) + completion.completion_tokens
-
-
-def converse(
-    provider: ChatProvider,
-    setup: AgentSetup,
-    messages: list[dict[str, Any]],
-    context: tools.ToolContext,
-    *,
-    on_tool: Any = None,
-    result: RunResult | None = None,
-) -> RunResult:
-    """The model with tools, up to :data:`MAX_ROUNDS` rounds. Raises ProviderError when the model fails."""
-    definitions = tools.definitions(setup.enabled, setup.call_transfers)
-    # The caller may pass its own result: what ran before a failure (tool calls, tokens) stays recorded.
-    result = result or RunResult(outcome="no_answer")
-    result.outcome, result.model = "no_answer", provider.model
-    result.prompt_chars = prompt.prompt_chars(messages)
-    started = time.perf_counter()
-    text: str | None = None
-    try:
-        for _ in range(MAX_ROUNDS):
-            completion = provider.complete(
-                messages, tools=definitions or None, temperature=float(setup.chat["temperature"])
-            )
-            result.rounds += 1
-            result.model = completion.model
-            _add_tokens(result, completion)
-            if not completion.tool_calls:
-                text = completion.text
-                break
-            messages.append(
-                {
-                    "role": "assistant",
-                    "content": completion.text,
-                    "tool_calls": [
-                        {
-                            "id": call.id,
-                            "type": "function",
-                            "function": {
-                                "name": call.name,
-                                "arguments": call.invalid_arguments or json.dumps(call.arguments),
-                            },
-                        }
-                        for call in completion.tool_calls
-                    ],
-                }
-            )
-            for call in completion.tool_calls:
-                outcome = tools.execute(context, call.name, call.arguments, call.invalid_arguments)
-                recorded = {"name": call.name, "arguments": call.arguments, "result": outcome}
-                result.tool_calls.append(recorded)
-                if on_tool is not None:
-                    on_tool(recorded)
-                messages.append(
-                    {"role": "tool", "tool_call_id": call.id, "content": json.dumps(outcome, default=str)}
-                )
-            if context.handed_off is not None or (context.dry_run and _would_transfer(result)):
-                # People take over: the model's words of this round (or the rule's announcement) close it.
-                text = completion.text or _announcement(setup, result)
-                break
-    finally:
-        result.latency_ms = int((time.perf_counter() - started) * 1000)
-    result.handed_off = context.handed_off
-    result.answer = [text.strip()] if text and text.strip() else []
-    if context.handed_off is not None or _would_transfer(result):
-        result.outcome = "handed_off"
-    elif result.answer or context.sent:
-        result.outcome = "answered"
-    return result
-
-
-def _would_transfer(result: RunResult) -> bool:
-    return any(
-        call["name"] == "transfer_to_human" and "error" not in call["result"] for call in result.tool_calls
-    )
-
-
-def _announcement(setup: AgentSetup, result: RunResult) -> str | None:
-    for call in reversed(result.tool_calls):
-        if call["name"] == "transfer_to_human":
-            rule = next(
-                (r for r in setup.call_transfers if r.get("name") == call["arguments"].get("rule")), None
-            )
-            if rule and rule.get("announce_message"):
-                return str(rule["announce_message"])
-    return None
 
 
 def _window_open(conversation: Conversation) -> bool:
@@ -373,140 +246,157 @@ def _contact_name(conversation: Conversation) -> str | None:
     return db.session.scalar(select(Contact.name).where(Contact.id == conversation.contact_id))
 
 
-def _run_on_conversation(
-    conversation: Conversation, setup: AgentSetup, burst: list[Message], run_id: uuid.UUID
-) -> RunResult:
-    sent_ids: list[str] = []
-    result = _run(conversation, setup, burst, run_id, sent_ids)
-    result.sent_ids = sent_ids
-    return result
+class _Channel:
+    """The conversation as the core's tools see it: sending as the agent, and ``ai.tool_called``."""
 
+    def __init__(self, conversation: Conversation, setup: AgentSetup, run_id: uuid.UUID) -> None:
+        self.conversation, self.setup, self.run_id = conversation, setup, run_id
+        self.sent_ids: list[str] = []
 
-def _run(
-    conversation: Conversation,
-    setup: AgentSetup,
-    burst: list[Message],
-    run_id: uuid.UUID,
-    sent_ids: list[str],
-) -> RunResult:
-    organization_id = conversation.organization_id
-    chat = setup.chat
-
-    def send(content: Content) -> Message | None:
+    def send(self, content: Content) -> Message | None:
+        conversation = self.conversation
         message = send_message(
-            organization_id,
+            conversation.organization_id,
             organization_address=conversation.organization_address,
             service=conversation.service,
             contact_address=conversation.contact_address,
             content=content,
-            member_id=setup.agent_id,
+            member_id=self.setup.agent_id,
         )
-        sent_ids.append(str(message.id))
+        self.sent_ids.append(str(message.id))
         return message
 
-    def tool_called(call: dict[str, Any]) -> None:
+    def tool_called(self, call: dict[str, Any]) -> None:
+        # The notifications area turns this event into its deliveries (notifications[<tool>]).
         publish(
             "ai.tool_called",
-            organization_id,
+            self.conversation.organization_id,
             {
-                "agent_id": setup.agent_id,
-                "conversation_id": str(conversation.id),
-                "contact_address": conversation.contact_address,
+                "agent_id": self.setup.agent_id,
+                "conversation_id": str(self.conversation.id),
+                "contact_address": self.conversation.contact_address,
                 "tool": call["name"],
                 "arguments": call["arguments"],
                 "result": call["result"],
-                "run_id": str(run_id),
+                "run_id": str(self.run_id),
             },
         )
 
-    context = tools.ToolContext(
-        organization_id=organization_id,
-        agent_id=setup.agent_id,
-        sections=setup.sections,
-        call_transfers=setup.call_transfers,
-        enabled=setup.enabled,
-        conversation=conversation,
-        dry_run=False,
-        send=send,
-    )
-    question = "\n".join(prompt.message_text(m.content, m.template) for m in burst)
+    def tool_context(self) -> tools.ToolContext:
+        setup = self.setup
+        return tools.ToolContext(
+            organization_id=self.conversation.organization_id,
+            agent_id=setup.agent_id,
+            sections=setup.sections,
+            call_transfers=setup.call_transfers,
+            enabled=setup.enabled,
+            conversation=self.conversation,
+            dry_run=False,
+            send=self.send,
+        )
+
+
+def _run(conversation: Conversation, setup: AgentSetup, burst: list[Message], run_id: uuid.UUID) -> RunResult:
+    """One run on a burst: the core answers (the model, or the offline responder), then the answer is
+    split and sent. Hand-offs reassign the conversation (``handoff.hand_off``)."""
+    channel = _Channel(conversation, setup, run_id)
+    question = "\n".join(turn.text for turn in _turns(burst))
     provider = chat_provider()
     if provider is None:
-        answer = offline.respond(organization_id, setup.agent_id, setup.sections, question)
-        result = RunResult(
-            outcome="answered", model=offline.OFFLINE_MODEL, tool_calls=[answer.tool_call(question)]
-        )
-        result.prompt_chars = len(question)
-        if answer.small_talk:
-            # "gracias", "hola": nothing to look up and nothing for a person to do either
-            result.outcome = "no_answer"
-            return result
-        if answer.text is None:
-            result.handed_off = handoff.hand_off(
-                conversation,
-                setup.agent_id,
-                f"No answer in the knowledge base for: {question[:500]}",
-                rule=None,
-                reason="transfer_to_human",
-            )
-            result.outcome = "handed_off"
-            return result
-        result.answer = [answer.text]
+        result = _offline_run(conversation, setup, question)
     else:
-        facts = prompt.ConversationFacts(conversation.service, _contact_name(conversation), utcnow())
-        system = prompt.system_prompt(setup.sections, setup.enabled, setup.call_transfers, facts)
-        messages = [
-            {"role": "system", "content": system},
-            *(_as_chat(m) for m in history(conversation, burst, chat)),
-            *(_as_chat(m) for m in burst),
-        ]
-        result = RunResult(outcome="no_answer")
-        try:
-            result = converse(provider, setup, messages, context, on_tool=tool_called, result=result)
-        except ProviderError as error:
-            result.outcome = "failed_handed_off"
-            result.error = f"model {error.reason}: {error.detail}"[:2000]
-            result.answer = []
-            if context.handed_off is None:
-                context.handed_off = handoff.hand_off(
-                    conversation,
-                    setup.agent_id,
-                    f"The language model failed ({error.reason}); the customer's messages are waiting "
-                    f"for an answer: {question[:500]}",
-                    rule=None,
-                    reason="failed",
-                )
-            result.handed_off = context.handed_off
-            return result
-        if result.outcome == "no_answer" and context.handed_off is None:
-            result.handed_off = handoff.hand_off(
-                conversation,
-                setup.agent_id,
-                f"The AI agent found no answer for: {question[:500]}",
-                rule=None,
-                reason="transfer_to_human",
-            )
-            result.outcome = "handed_off"
+        result = _model_run(provider, channel, burst, question)
+    if result.answer:  # small talk, a failed model and a bare hand-off have nothing to send
+        _deliver(channel, result)
+    result.sent_ids = channel.sent_ids
+    return result
+
+
+def _offline_run(conversation: Conversation, setup: AgentSetup, question: str) -> RunResult:
+    result = answer_offline(conversation.organization_id, setup, question)
+    if result.outcome == "handed_off":
+        result.handed_off = handoff.hand_off(
+            conversation,
+            setup.agent_id,
+            f"No answer in the knowledge base for: {question[:500]}",
+            rule=None,
+            reason="transfer_to_human",
+        )
+    return result
+
+
+def _model_run(provider: ChatProvider, channel: _Channel, burst: list[Message], question: str) -> RunResult:
+    conversation, setup = channel.conversation, channel.setup
+    facts = prompt.ConversationFacts(conversation.service, _contact_name(conversation), utcnow())
+    context = _turns(history(conversation, burst, setup.chat))
+    messages = chat_messages(setup, facts, context, _turns(burst))
+    tool_context = channel.tool_context()
+    result = RunResult(outcome="no_answer")
+    try:
+        result = converse(provider, setup, messages, tool_context, on_tool=channel.tool_called, result=result)
+    except ProviderError as error:
+        return _model_failed(conversation, setup, tool_context, result, error, question)
+    if result.outcome == "no_answer" and tool_context.handed_off is None:
+        # The model ended without words: a person answers rather than the customer waiting for nothing.
+        result.handed_off = handoff.hand_off(
+            conversation,
+            setup.agent_id,
+            f"The AI agent found no answer for: {question[:500]}",
+            rule=None,
+            reason="transfer_to_human",
+        )
+        result.outcome = "handed_off"
+    return result
+
+
+def _model_failed(
+    conversation: Conversation,
+    setup: AgentSetup,
+    tool_context: tools.ToolContext,
+    result: RunResult,
+    error: ProviderError,
+    question: str,
+) -> RunResult:
+    """The model failed after its retries: nothing is sent, people get the conversation with a note (the
+    customer's messages stay in it, waiting), unless a tool of this run handed it off already."""
+    result.outcome = "failed_handed_off"
+    result.error = f"model {error.reason}: {error.detail}"[:2000]
+    result.answer = []
+    if tool_context.handed_off is None:
+        tool_context.handed_off = handoff.hand_off(
+            conversation,
+            setup.agent_id,
+            f"The language model failed ({error.reason}); the customer's messages are waiting "
+            f"for an answer: {question[:500]}",
+            rule=None,
+            reason="failed",
+        )
+    result.handed_off = tool_context.handed_off
+    return result
+
+
+def _deliver(channel: _Channel, result: RunResult) -> None:
+    """Split the answer per the channel's limits and ``split_long_messages``, and send it inside the
+    24-hour service window (the window may have closed while the model was thinking)."""
+    conversation = channel.conversation
+    split_long = bool(channel.setup.chat.get("split_long_messages"))
     parts = [
-        p
-        for text in result.answer
-        for p in splitting.answer_parts(text, conversation.service, bool(chat.get("split_long_messages")))
+        p for text in result.answer for p in splitting.answer_parts(text, conversation.service, split_long)
     ]
     result.answer = parts
     if not parts:
-        return result
+        return
     if not _window_open(conversation):
         result.outcome = "window_closed" if result.outcome == "answered" else result.outcome
         result.error = "the 24-hour service window is closed: nothing was sent"
-        return result
+        return
     for part in parts:
         try:
-            send(Content(kind="text", text=part))
+            channel.send(Content(kind="text", text=part))
         except ApiError as exc:
             result.outcome = "send_failed" if _window_open(conversation) else "window_closed"
             result.error = exc.message
             break
-    return result
 
 
 def answer_conversation(organization_id: uuid.UUID, conversation_id: uuid.UUID) -> str | None:
@@ -540,60 +430,65 @@ def answer_conversation(organization_id: uuid.UUID, conversation_id: uuid.UUID) 
 
 
 def _answer_under_lease(conversation: Conversation, setup: AgentSetup, token: str) -> tuple[str | None, bool]:
+    """Under the lease: read the burst again (it may have grown or been answered while waiting), run,
+    record the run and hand the lease back with its marks; returns (outcome, rerun asked)."""
     organization_id = conversation.organization_id
-    conversation_id = conversation.id
     db.session.refresh(conversation)
     state = _state(conversation)
     burst = pending_messages(conversation, state, setup.agent_id)
     current = agent_setup(organization_id, conversation.member_id)
     if not burst or current is None or current.agent_id != setup.agent_id:
-        return None, _finish(conversation_id, token, {})
-    covered = max(m.created_at for m in burst)
+        return None, _finish(conversation.id, token, {})
     run_id = uuid.uuid4()
     trigger_ids = [str(m.id) for m in burst]
     started = utcnow()
-    if handoff.is_paused(conversation, state):
-        result = RunResult(outcome="skipped_paused")
-    else:
-        publish(
-            "ai.run.started",
-            organization_id,
-            {
-                "run_id": str(run_id),
-                "agent_id": setup.agent_id,
-                "conversation_id": str(conversation_id),
-                "trigger_message_ids": trigger_ids,
-            },
-        )
-        if not _window_open(conversation):
-            result = RunResult(
-                outcome="window_closed", error="the 24-hour service window is closed: nothing was sent"
-            )
-        else:
-            result = _run_on_conversation(conversation, setup, burst, run_id)
-    run = AiRun(
-        id=run_id,
-        organization_id=organization_id,
-        agent_id=setup.agent_id,
-        conversation_id=conversation_id,
-        trigger_message_ids=trigger_ids,
-        config_version=setup.version,
-        model=result.model,
-        prompt_chars=result.prompt_chars,
-        prompt_tokens=result.prompt_tokens,
-        completion_tokens=result.completion_tokens,
-        rounds=result.rounds,
-        latency_ms=result.latency_ms,
-        tool_calls=result.tool_calls,
-        answer=result.answer,
-        sent_message_ids=result.sent_ids,
-        outcome=result.outcome,
-        error=result.error,
-        started_at=started,
-        finished_at=utcnow(),
+    result = _attempt(conversation, setup, state, burst, run_id, trigger_ids)
+    run = record_run(
+        organization_id,
+        setup,
+        result,
+        run_id=run_id,
+        conversation_id=conversation.id,
+        trigger_ids=trigger_ids,
+        started=started,
     )
-    db.session.add(run)
-    db.session.flush()
+    rerun = _finish(conversation.id, token, _marks(result, run_id, max(m.created_at for m in burst)))
+    if result.outcome != "skipped_paused":
+        _publish_finished(conversation, setup, result, run_id, isoformat(run.finished_at))
+    return result.outcome, rerun
+
+
+def _attempt(
+    conversation: Conversation,
+    setup: AgentSetup,
+    state: AiConversationState | None,
+    burst: list[Message],
+    run_id: uuid.UUID,
+    trigger_ids: list[str],
+) -> RunResult:
+    """Skipped while paused (no events), nothing sent outside the 24-hour window, otherwise a run."""
+    if handoff.is_paused(conversation, state):
+        return RunResult(outcome="skipped_paused")
+    publish(
+        "ai.run.started",
+        conversation.organization_id,
+        {
+            "run_id": str(run_id),
+            "agent_id": setup.agent_id,
+            "conversation_id": str(conversation.id),
+            "trigger_message_ids": trigger_ids,
+        },
+    )
+    if not _window_open(conversation):
+        return RunResult(
+            outcome="window_closed", error="the 24-hour service window is closed: nothing was sent"
+        )
+    return _run(conversation, setup, burst, run_id)
+
+
+def _marks(result: RunResult, run_id: uuid.UUID, covered: Any) -> dict[str, Any]:
+    """What the conversation's state keeps of the run (the desk's badge); a skipped run covers nothing,
+    so the burst is answered once the pause ends."""
     reason = result.error
     if result.handed_off is not None:
         to = result.handed_off.member_id or result.handed_off.team_id or "the unassigned queue"
@@ -601,26 +496,29 @@ def _answer_under_lease(conversation: Conversation, setup: AgentSetup, token: st
     values: dict[str, Any] = {"last_run_id": run_id, "last_outcome": result.outcome, "last_reason": reason}
     if result.outcome != "skipped_paused":
         values["answered_through"] = covered
-    rerun = _finish(conversation_id, token, values)
-    if result.outcome != "skipped_paused":
-        publish(
-            "ai.run.finished",
-            organization_id,
-            {
-                "run_id": str(run_id),
-                "agent_id": setup.agent_id,
-                "conversation_id": str(conversation_id),
-                "contact_address": conversation.contact_address,
-                "outcome": result.outcome,
-                "model": result.model,
-                "latency_ms": result.latency_ms,
-                "tools": [call["name"] for call in result.tool_calls],
-                "handed_off": result.handed_off.as_dict() if result.handed_off else None,
-                "error": result.error,
-                "finished_at": isoformat(run.finished_at),
-            },
-        )
-    return result.outcome, rerun
+    return values
+
+
+def _publish_finished(
+    conversation: Conversation, setup: AgentSetup, result: RunResult, run_id: uuid.UUID, finished_at: str
+) -> None:
+    publish(
+        "ai.run.finished",
+        conversation.organization_id,
+        {
+            "run_id": str(run_id),
+            "agent_id": setup.agent_id,
+            "conversation_id": str(conversation.id),
+            "contact_address": conversation.contact_address,
+            "outcome": result.outcome,
+            "model": result.model,
+            "latency_ms": result.latency_ms,
+            "tools": [call["name"] for call in result.tool_calls],
+            "handed_off": result.handed_off.as_dict() if result.handed_off else None,
+            "error": result.error,
+            "finished_at": finished_at,
+        },
+    )
 
 
 @job(retries=0)

@@ -30,13 +30,12 @@ from blueprints.crm.services import products
 from blueprints.crm.services.links import contact_id_for_phone, existing_contact_ids
 from blueprints.crm.services.tasks import create_task
 from blueprints.crm.services.tickets import create_ticket
+from blueprints.members.agent_config import TOOL_NAMES  # the tools a configuration may enable, in order
 from blueprints.messaging.models import Contact, Conversation, Message
 from blueprints.messaging.sending import Content
 from blueprints.organizations.services import get_organization
 from core.db import db, utcnow
 from core.errors import ApiError
-
-TOOL_NAMES = ("transfer_to_human", "search_knowledge", "send_product", "create_ticket", "schedule_meeting")
 
 
 class _Arguments(BaseModel):
@@ -158,6 +157,10 @@ class ToolContext:
     send: Callable[[Content], Message | None] | None = None
     handed_off: handoff.HandOff | None = None
     sent: list[Message] = field(default_factory=list)
+    # A channel with a hand-off of its own (a voice call ends with hand-off data instead of reassigning a
+    # conversation): given the rule (or None) and the note, it returns that data; ``transfer`` keeps it.
+    on_transfer: Callable[[dict[str, Any] | None, str], dict[str, Any]] | None = None
+    transfer: dict[str, Any] | None = None
 
     @property
     def actor(self) -> str:
@@ -195,6 +198,10 @@ def _transfer(context: ToolContext, args: Any) -> dict[str, Any]:
     )
     if args.rule and rule is None:
         return {"error": f"no transfer rule named {args.rule!r}"}
+    if context.on_transfer is not None and not context.dry_run:
+        if context.transfer is None:
+            context.transfer = context.on_transfer(rule, args.note)
+        return {"transferred": True, **context.transfer}
     if context.dry_run or context.conversation is None:
         target = rule.get("target") if rule else "the address's routing (team or unassigned queue)"
         return {"dry_run": True, "would_transfer_to": target, "note": args.note}

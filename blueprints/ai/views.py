@@ -15,7 +15,7 @@ from sqlalchemy import and_, func, or_, select
 
 from blueprints.ai import handoff
 from blueprints.ai.models import OUTCOMES, AiConversationState, AiRun
-from blueprints.members.models import Member
+from blueprints.members.models import AgentConfig, AgentConfigVersion, Member, User
 from blueprints.messaging.models import Contact, Conversation, Message
 from core.db import db, utcnow
 from core.tenancy import find_for_org
@@ -233,9 +233,15 @@ def agents_overview(organization_id: uuid.UUID) -> list[AgentRow]:
             .order_by(func.lower(Member.name), Member.id)
         )
     )
-    ids = [a.id for a in agents]
+    last, today = runs_summary(organization_id, [a.id for a in agents])
+    return [AgentRow(agent, last.get(agent.id), int(today.get(agent.id, 0))) for agent in agents]
+
+
+def runs_summary(organization_id: uuid.UUID, ids: list[str]) -> tuple[dict[str, AiRun], dict[str, int]]:
+    """For these agents: the newest run of each, and how many runs each made in the last 24 hours (two
+    queries whatever the number of agents)."""
     if not ids:
-        return []
+        return {}, {}
     newest = (
         select(AiRun.agent_id, func.max(AiRun.started_at).label("started_at"))
         .where(AiRun.organization_id == organization_id, AiRun.agent_id.in_(ids))
@@ -260,7 +266,7 @@ def agents_overview(organization_id: uuid.UUID) -> list[AgentRow]:
             .group_by(AiRun.agent_id)
         ).all()
     )
-    return [AgentRow(agent, last.get(agent.id), int(today.get(agent.id, 0))) for agent in agents]
+    return last, {agent_id: int(count) for agent_id, count in today.items()}
 
 
 def find_agent(organization_id: uuid.UUID, agent_id: str) -> Member | None:
@@ -274,3 +280,58 @@ def find_agent(organization_id: uuid.UUID, agent_id: str) -> Member | None:
 
 def outcome_names() -> tuple[str, ...]:
     return OUTCOMES
+
+
+def agent_categories(organization_id: uuid.UUID) -> list[str]:
+    """The business categories the organization's agents' configurations name, sorted (one query)."""
+    rows = db.session.scalars(
+        select(AgentConfig.business_category)
+        .where(AgentConfig.organization_id == organization_id, AgentConfig.business_category.is_not(None))
+        .distinct()
+    )
+    return sorted({row for row in rows if row}, key=str.lower)
+
+
+def actor_names(organization_id: uuid.UUID, actors: list[str | None]) -> dict[str, str]:
+    """``{actor: name}`` for the ``user:<id>`` and ``member:<id>`` actors among ``actors`` (a desk user's
+    name, a member's name; two queries at most). Others (API keys, the system) are left to the page."""
+    user_ids: set[uuid.UUID] = set()
+    member_ids: set[str] = set()
+    for actor in actors:
+        kind, _colon, identifier = (actor or "").partition(":")
+        if kind == "user":
+            try:
+                user_ids.add(uuid.UUID(identifier))
+            except ValueError:
+                continue
+        elif kind == "member":
+            member_ids.add(identifier)
+    names: dict[str, str] = {}
+    if user_ids:
+        for user_id, name in db.session.execute(
+            select(User.id, User.name).where(User.organization_id == organization_id, User.id.in_(user_ids))
+        ):
+            names[f"user:{user_id}"] = name
+    if member_ids:
+        for member_id, name in db.session.execute(
+            select(Member.id, Member.name).where(
+                Member.organization_id == organization_id, Member.id.in_(member_ids)
+            )
+        ):
+            names[f"member:{member_id}"] = name
+    return names
+
+
+def config_version(
+    organization_id: uuid.UUID, config_id: uuid.UUID, version: int
+) -> AgentConfigVersion | None:
+    """One stored version of an agent's configuration (its snapshot: what the page was loaded from)."""
+    return db.session.scalar(
+        select(AgentConfigVersion)
+        .join(AgentConfig, AgentConfig.id == AgentConfigVersion.config_id)
+        .where(
+            AgentConfig.organization_id == organization_id,
+            AgentConfigVersion.config_id == config_id,
+            AgentConfigVersion.version == version,
+        )
+    )

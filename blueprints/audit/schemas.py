@@ -35,6 +35,12 @@ class AuditListQuery(QueryModel):
 
 class AuditSummary(BaseModel):
     fields: list[str] = Field(description="Names of the fields the action set or changed (never values)")
+    version: int | None = Field(
+        None,
+        exclude_if=lambda value: value is None,
+        description="The version the action made, for objects that keep versions (an AI agent's "
+        "configuration: `agent_config.updated`); absent for the others",
+    )
 
 
 class AuditEntryOut(ResponseModel):

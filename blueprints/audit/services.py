@@ -7,7 +7,9 @@ already hold; who did it comes from the request (an API key, a JWT, a signed-in 
 inside a command, else ``system`` (jobs, sweeps).
 
 Entries never carry values: ``changes`` names the fields that were set or changed, and names that do not
-look like field names are refused, so a secret can never be passed in by mistake.
+look like field names are refused, so a secret can never be passed in by mistake. An object that keeps
+numbered versions (an AI agent's configuration) also names the version the action made (``version``), so
+the entry leads to that version's snapshot and diff.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ ACTIONS: tuple[str, ...] = (
     "api_key.revoked",
     "channel.connected",
     "agent_config.updated",
+    "knowledge_document.created",
+    "knowledge_document.updated",
     "member.created",
     "member.updated",
     "member.deleted",
@@ -78,11 +82,13 @@ def record(
     *,
     organization_id: uuid.UUID | str | None = None,
     actor: str | None = None,
+    version: int | None = None,
 ) -> AuditEntry:
     """Add one audit entry to the current unit of work (committed or rolled back with the action).
 
     ``changes``: the names of the fields the action set or changed (never their values).
     ``organization_id`` and ``actor`` default to the request's caller; CLI commands and jobs pass them.
+    ``version``: the version of the target the action made, for targets that keep numbered versions.
     """
     if not _ACTION.fullmatch(action):
         raise ValueError(f"audit action must be a dotted verb like 'team.created', not {action!r}")
@@ -90,6 +96,11 @@ def record(
     bad = [name for name in fields if not isinstance(name, str) or not _FIELD_NAME.fullmatch(name)]
     if bad or len(fields) > MAX_FIELDS:
         raise ValueError("audit changes must be field names (never values)")
+    if version is not None and (isinstance(version, bool) or not isinstance(version, int)):
+        raise ValueError("audit version must be an integer")
+    summary: dict[str, Any] = {"fields": fields}
+    if version is not None:
+        summary["version"] = version
     entry = AuditEntry(
         id=uuid.uuid4(),
         organization_id=_organization(organization_id),
@@ -98,7 +109,7 @@ def record(
         action=action,
         target_type=target_type,
         target_id=str(target_id)[:120],
-        summary={"fields": fields},
+        summary=summary,
         request_id=_request_value(lambda: getattr(g, "request_id", None), 128),
         source_ip=_request_value(lambda: request.remote_addr, 64),
     )

@@ -33,6 +33,7 @@ from blueprints.crm.drafts import (
     TicketDraft,
     parse,
 )
+from blueprints.crm.rules import Refusal
 from blueprints.crm.schemas import (
     AccountContactBody,
     AccountContactPath,
@@ -320,8 +321,22 @@ def update_deal(path: IdPath, body: DealUpdate) -> Json:
 
 @deals_api.patch("/deals/<id>/stage", responses={200: DealOut})
 def move_deal(path: IdPath, body: DealStageBody) -> Json:
-    """Move to a stage of the deal's pipeline; a won/lost stage sets the status, an open one reopens."""
-    return DealOut.dump(deals.change_stage(_org(), path.id, body.stage_id, actor=_actor()))
+    """Move to a stage of the deal's pipeline; a won/lost stage sets the status, an open one reopens.
+    `lost_reason`, why the deal was lost, goes with a move to a lost stage and is kept in the move's
+    `stage_changed` activity; with any other stage it is refused (400 naming `lost_reason`), not dropped."""
+    reason = body.lost_reason
+    deal = deals.change_stage(_org(), path.id, body.stage_id, actor=_actor(), lost_reason=reason)
+    if reason is not None and deal.stage.status != "lost":
+        # Checked once the verb has found the deal and the stage, so that its refusals come first (another
+        # organization's deal is 404 whatever the body says); refusing rolls the move back with the rest
+        # of the unit of work. The desk's own moves call the verb, which drops such a reason.
+        raise Refusal(
+            400,
+            "lost_reason: only a move to a stage whose status is lost takes a reason",
+            code="value_not_allowed",
+            param="lost_reason",
+        )
+    return DealOut.dump(deal)
 
 
 @deals_api.delete("/deals/<id>", responses={200: Deleted})

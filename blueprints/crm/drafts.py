@@ -15,7 +15,6 @@ nothing; ``None`` was sent as null and clears the field where it may be cleared 
 
 from __future__ import annotations
 
-import enum
 import uuid
 from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, fields, is_dataclass, replace
@@ -24,10 +23,6 @@ from decimal import Decimal
 from types import UnionType
 from typing import (
     Any,
-    Final,
-    Literal,
-    TypeAlias,
-    TypeGuard,
     TypeVar,
     Union,
     get_args,
@@ -52,6 +47,7 @@ from blueprints.crm.rules import (
     IdentityValue,
     Industry,
     ItemNotes,
+    ItemPosition,
     ItemSku,
     JobTitle,
     LongName,
@@ -80,30 +76,10 @@ from blueprints.crm.rules import (
     WebUrl,
     check_value,
 )
+from core.changes import UNSET, Unset, given, sent  # noqa: F401  (re-exported)
 
 T = TypeVar("T")
 D = TypeVar("D")
-
-
-class _Unset(enum.Enum):
-    UNSET = "UNSET"
-
-    def __repr__(self) -> str:
-        return "UNSET"
-
-
-UNSET: Final = _Unset.UNSET
-Unset: TypeAlias = Literal[_Unset.UNSET]
-
-
-def sent(value: T | Unset) -> TypeGuard[T]:
-    """The field was sent (null included)."""
-    return value is not UNSET
-
-
-def given(value: T | Unset | None) -> TypeGuard[T]:
-    """The field was sent with a value that is not null."""
-    return value is not UNSET and value is not None
 
 
 # ------------------------------------------------------------------------------ pipelines and stages
@@ -204,6 +180,7 @@ class LineItemChanges:
     currency: CurrencyIn | Unset | None = UNSET
     sku: ItemSku | Unset | None = UNSET
     notes: ItemNotes | Unset | None = UNSET
+    position: ItemPosition | Unset | None = UNSET  # 0..n-1: the others shift
 
 
 # -------------------------------------------------------------------- tickets, projects, ticket types

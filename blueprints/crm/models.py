@@ -216,7 +216,8 @@ class Deal(UUIDPrimaryKeyMixin, TimestampMixin, db.Model):
         back_populates="deal",
         cascade="all, delete-orphan",
         passive_deletes=True,
-        order_by="DealLineItem.created_at",
+        # the order the deal's owner gave them (0..n-1); created_at only breaks a tie two concurrent adds made
+        order_by="[DealLineItem.position, DealLineItem.created_at]",
         lazy="raise",
     )
     conversations: Mapped[list[DealConversation]] = relationship(
@@ -281,9 +282,14 @@ class DealContact(UUIDPrimaryKeyMixin, db.Model):
 
 class DealLineItem(UUIDPrimaryKeyMixin, TimestampMixin, db.Model):
     __tablename__ = "crm_deal_line_items"
+    # A deal's items in their order (crm_0007): also the index of the deal_id foreign key.
+    __table_args__ = (Index("ix_crm_deal_line_items_deal_position", "deal_id", "position"),)
 
     organization_id: Mapped[uuid.UUID] = mapped_column(_org_fk(), index=True)
-    deal_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("crm_deals.id", ondelete="CASCADE"), index=True)
+    deal_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("crm_deals.id", ondelete="CASCADE"))
+    # 0-based place among the deal's items, contiguous (0..n-1): a new item goes last, a move or a removal
+    # renumbers the others (services/deals.py). The default is for bulk inserts that give none.
+    position: Mapped[int] = mapped_column(Integer, default=0)
     product_id: Mapped[uuid.UUID | None] = mapped_column(index=True)
     name: Mapped[str] = mapped_column(String(300))
     quantity: Mapped[Decimal] = mapped_column(QUANTITY)

@@ -80,6 +80,7 @@ MESSAGES: dict[str, LazyString] = {
     "amount_from_line_items": _("The amount is the sum of the line items."),
     "currency_locked_by_line_items": _("The deal has line items in its currency."),
     "currency_not_deal_currency": _("Use the deal's currency (%(currency)s)."),
+    "position_out_of_range": _("The deal has %(count)s line items: choose a place among them."),
     "conversation_already_linked": _("This conversation is already linked to the deal."),
     "identity_invalid": _("Write a valid phone number or email address."),
     "identity_taken": _("Another contact already has this phone number or email address."),

@@ -155,6 +155,9 @@ ConversationIds = Annotated[tuple[ConversationId, ...], Field(max_length=50)]
 TicketPrefix = Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9]{0,9}$")]
 
 StageOrder = Annotated[int, Field(ge=0)]
+# A line item's 0-based place among its deal's items; the verb refuses one past the last
+# (``position_out_of_range``), which only it knows.
+ItemPosition = Annotated[int, Field(ge=0)]
 Probability = Annotated[int, Field(ge=0, le=100)]
 RottingDays = Annotated[int, Field(ge=1, le=3650)]
 Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT)]

@@ -32,10 +32,12 @@ from blueprints.crm.rules import (
     IdentityValue,
     Industry,
     ItemNotes,
+    ItemPosition,
     ItemSku,
     JobTitle,
     LinkChannel,
     LongName,
+    LostReason,
     MemberId,
     Money,
     Name,
@@ -223,6 +225,12 @@ class DealUpdate(RequestModel):
 
 class DealStageBody(RequestModel):
     stage_id: uuid.UUID
+    lost_reason: LostReason | None = Field(
+        None,
+        description="why the deal was lost (1-500 characters after trimming); only with a stage whose "
+        "status is `lost` (400 naming `lost_reason` otherwise); kept in the move's `stage_changed` "
+        "activity as `data.lost_reason`",
+    )
 
 
 class LineItemCreate(RequestModel):
@@ -245,6 +253,11 @@ class LineItemUpdate(RequestModel):
     currency: CurrencyIn | None = None
     sku: ItemSku | None = None
     notes: ItemNotes | None = None
+    position: ItemPosition | None = Field(
+        None,
+        description="0-based place among the deal's line items: the others shift so positions stay 0..n-1; "
+        "beyond the last item is 400 (code position_out_of_range)",
+    )
 
 
 class DealConversationBody(RequestModel):
@@ -546,6 +559,7 @@ class DealConversationOut(OutModel):
 class LineItemOut(OutModel):
     id: TextId
     deal_id: TextId
+    position: int = Field(description="0-based place among the deal's line items (0..n-1)")
     product_id: OptionalTextId
     name: str
     quantity: int | float

@@ -10,11 +10,25 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from decimal import Decimal
+from typing import Any, NamedTuple
 
-from sqlalchemy import ColumnElement, and_, exists, or_, select, union_all
+from sqlalchemy import ColumnElement, String, and_, cast, exists, literal, null, or_, select, union_all
+from sqlalchemy.orm import joinedload, selectinload
+from sqlalchemy.orm.attributes import set_committed_value
 
-from blueprints.crm.models import CrmContact, Deal, DealContact, Pipeline, Stage
+from blueprints.crm.models import (
+    MONEY,
+    CrmAccount,
+    CrmContact,
+    CrmTask,
+    Deal,
+    DealContact,
+    Pipeline,
+    Product,
+    Stage,
+)
+from blueprints.crm.services.tasks import DUE_ORDER
 from blueprints.members.services.members import members_by_ids
 from core.db import db, utcnow
 from core.text import LIKE_ESCAPE, contains_pattern
@@ -37,6 +51,12 @@ class DealCard:
     @property
     def in_stage_since(self) -> datetime:
         return as_utc(self.deal.stage_entered_at)
+
+    @property
+    def order(self) -> str:
+        """The card's place in its column as text that sorts like the column (newest first, then by id):
+        where desk.js puts a card that a live update brings."""
+        return f"{as_utc(self.deal.created_at):%Y-%m-%dT%H:%M:%S.%f}|{self.deal.id}"
 
     @property
     def rotting(self) -> bool:
@@ -260,9 +280,128 @@ def contact_names(organization_id: uuid.UUID, contact_ids: Sequence[uuid.UUID]) 
     return {row.id: row.name for row in rows}
 
 
-def deal_contact_choices(organization_id: uuid.UUID, search: str | None, limit: int = 20) -> list[CrmContact]:
-    """Contacts to add to a deal: those whose name contains ``search`` (or the first ones by name)."""
-    statement = select(CrmContact).where(CrmContact.organization_id == organization_id)
-    if search:
-        statement = statement.where(CrmContact.name.ilike(contains_pattern(search), escape=LIKE_ESCAPE))
-    return list(db.session.scalars(statement.order_by(CrmContact.name, CrmContact.id).limit(limit)))
+# --------------------------------------------------------------------------------------------- the deal sheet
+# The drawer and the deal page read the deal, its pipeline's stages, its contacts' names, its tasks and the
+# choices of their selects here: about one statement per table, none per row, and the selects' rows as
+# plain values rather than ORM objects with their relations (docs/benchmarks.md, "The deal pages").
+
+
+@dataclass(frozen=True)
+class DealSheet:
+    """A deal with its pipeline, its stage, its line items, linked conversations and contacts loaded; the
+    stages of its pipeline in their order; the names of its contacts."""
+
+    deal: Deal
+    stages: list[Stage]
+    contact_names: dict[uuid.UUID, str]
+
+
+def deal_sheet(organization_id: uuid.UUID, deal_id: uuid.UUID) -> DealSheet | None:
+    """The organization's live deal as its sheet shows it (None: another organization's, deleted or
+    unknown), in four statements: the deal joined to its pipeline, its stage and every stage of the
+    pipeline (one row per stage), its line items and its conversations (each in its relation's order),
+    then its contacts joined to their names. Rows already in the session are read again (a section
+    answered after a change shows what the change stored)."""
+    rows = db.session.execute(
+        select(Deal, Stage)
+        .outerjoin(Stage, Stage.pipeline_id == Deal.pipeline_id)
+        .where(Deal.id == deal_id, Deal.organization_id == organization_id, Deal.deleted_at.is_(None))
+        .order_by(Stage.stage_order, Stage.created_at)
+        .options(
+            joinedload(Deal.pipeline),
+            joinedload(Deal.stage),
+            selectinload(Deal.line_items),
+            selectinload(Deal.conversations),
+        )
+        .execution_options(populate_existing=True)
+    ).all()
+    if not rows:
+        return None
+    deal = rows[0][0]
+    links = db.session.execute(
+        select(DealContact, CrmContact.name)
+        .outerjoin(
+            CrmContact,
+            and_(CrmContact.id == DealContact.contact_id, CrmContact.organization_id == organization_id),
+        )
+        .where(DealContact.deal_id == deal.id)
+        .order_by(DealContact.created_at)
+        .execution_options(populate_existing=True)
+    ).all()
+    # the relation as if it had been loaded with the deal (Deal.contacts' order), without a second read
+    set_committed_value(deal, "contacts", [link for link, _name in links])
+    names = {link.contact_id: name for link, name in links if name is not None}
+    return DealSheet(deal, [stage for _deal, stage in rows if stage is not None], names)
+
+
+def deal_tasks(organization_id: uuid.UUID, deal_id: uuid.UUID, limit: int) -> list[CrmTask]:
+    """The deal's tasks in the task list's order (soonest due, undated last, then newest), without the
+    deal, ticket, contact and account the API's list loads for each."""
+    return list(
+        db.session.scalars(
+            select(CrmTask)
+            .where(
+                CrmTask.organization_id == organization_id,
+                CrmTask.deleted_at.is_(None),
+                CrmTask.deal_id == deal_id,
+            )
+            .order_by(*DUE_ORDER)
+            .limit(limit)
+        )
+    )
+
+
+class Choice(NamedTuple):
+    """An option of one of the sheet's selects (a product's also has its price): a named tuple, whose
+    fields a template reads faster than a result row's or an ORM object's."""
+
+    id: uuid.UUID
+    name: str
+    price: Decimal | None
+    currency: str | None
+
+
+@dataclass(frozen=True)
+class SheetChoices:
+    products: list[Choice]
+    accounts: list[Choice]
+    contacts: list[Choice]
+
+
+def sheet_choices(organization_id: uuid.UUID, limit: int) -> SheetChoices:
+    """What the sheet's selects offer, in one statement: the first ``limit`` active products, accounts and
+    contacts of the organization by name (then id), as the product, account and contact lists order them,
+    each a ``LIMIT`` of its own, the three joined by ``UNION ALL``. No count and no relation (the account
+    list's contacts) is read."""
+
+    def columns(kind: int, model: Any, price: Any = None, currency: Any = None) -> tuple[Any, ...]:
+        return (
+            literal(kind).label("kind"),
+            model.id.label("id"),
+            model.name.label("name"),
+            (price if price is not None else cast(null(), MONEY)).label("price"),
+            (currency if currency is not None else cast(null(), String)).label("currency"),
+        )
+
+    branches = [
+        select(*columns(0, Product, Product.price, Product.currency))
+        .where(Product.organization_id == organization_id, Product.active.is_(True))
+        .order_by(Product.name, Product.id)
+        .limit(limit),
+        select(*columns(1, CrmAccount))
+        .where(CrmAccount.organization_id == organization_id)
+        .order_by(CrmAccount.name, CrmAccount.id)
+        .limit(limit),
+        select(*columns(2, CrmContact))
+        .where(CrmContact.organization_id == organization_id)
+        .order_by(CrmContact.name, CrmContact.id)
+        .limit(limit),
+    ]
+    # each branch as a subquery (a LIMIT inside UNION ALL), ordered again by kind, name and id: the
+    # database's own collation orders the names, as in each list
+    pages = [select(*branch.subquery().c) for branch in branches]
+    union = union_all(*pages).subquery()
+    found: tuple[list[Choice], ...] = ([], [], [])
+    for kind, *values in db.session.execute(select(union).order_by(union.c.kind, union.c.name, union.c.id)):
+        found[kind].append(Choice(*values))
+    return SheetChoices(*found)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from typing import Any
 
-from flask import Response
+from flask import Response, request
 from flask_openapi3 import Tag
 
-from blueprints.members.models import Team
+from blueprints.members.agent_config import AgentConfigChanges, AgentConfigDraft, parse
+from blueprints.members.models import AgentConfig, Team
 from blueprints.members.schemas import (
     AgentConfigOut,
     AgentConfigPatch,
@@ -52,6 +54,7 @@ from blueprints.members.schemas import (
 from blueprints.members.services import agents, presence, reasons, stats, teams
 from core import auth
 from core.auth import current_actor
+from core.errors import ApiError
 from core.openapi import API_KEY_ONLY, AreaAPI, PlainError, error_responses
 from core.pagination import SkipTakeQuery
 from core.timeutil import day_end, day_start, get_zone
@@ -114,32 +117,87 @@ def get_agent(path: AgentPath) -> dict[str, Any]:
     return AgentDetail.dump(agents.get_agent(_org(), path.agent_id))
 
 
+# A configuration's version is its entity tag: GET and every change answer ``ETag: "<version>"``, and a
+# change sent with ``If-Match: "<version>"`` (also ``W/"<version>"`` or the bare number; ``*``: any) is
+# refused with 412 when another version is stored (docs/members.md, "Concurrent edits").
+IF_MATCH = "If-Match"
+_ENTITY_TAG = re.compile(r'(?:W/)?"(\d{1,10})"|(\d{1,10})')
+CONFIG_CHANGE = (
+    'Send `If-Match` with the version you started from (the `ETag` of the GET, `"7"`; `W/"7"` and `7` '
+    "are read alike, `*` matches any version): when another version is stored the change is refused with "
+    "412 naming it, who saved it and when. The answer carries the new version as `ETag`."
+)
+
+
+def _expected_version() -> int | None:
+    """The version ``If-Match`` names, None without the header (or with ``*``); 400 naming the header when
+    it is not one version."""
+    value = request.headers.get(IF_MATCH)
+    if value is None or value.strip() == "*":
+        return None
+    found = _ENTITY_TAG.fullmatch(value.strip())
+    if found is None:
+        raise ApiError(
+            400,
+            f'{IF_MATCH}: must be one configuration version, such as "7" (the ETag of the configuration)',
+            code="if_match_malformed",
+            param=IF_MATCH,
+        )
+    return int(found.group(1) or found.group(2))
+
+
+def _with_etag(
+    config: AgentConfig, agent_id: str, status: int = 200
+) -> tuple[dict[str, Any], int, dict[str, str]]:
+    return AgentConfigOut.dump_config(config, agent_id), status, {"ETag": f'"{config.version}"'}
+
+
 @api.get("/members/<agent_id>/agent-config", tags=[TAG_AGENTS], responses={200: AgentConfigOut})
-def get_agent_config(path: AgentPath) -> dict[str, Any]:
-    """The configuration, with the chat parameters' defaults filled in."""
-    return AgentConfigOut.dump_config(agents.get_config(_org(), path.agent_id), path.agent_id)
+def get_agent_config(path: AgentPath) -> tuple[dict[str, Any], int, dict[str, str]]:
+    """The configuration, with the chat parameters' defaults filled in; `ETag` is its version."""
+    return _with_etag(agents.get_config(_org(), path.agent_id), path.agent_id)
 
 
 @api.post(
     "/members/<agent_id>/agent-config",
     tags=[TAG_AGENTS],
-    responses={200: AgentConfigOut, 201: AgentConfigOut},
+    responses={200: AgentConfigOut, 201: AgentConfigOut, 412: PlainError},
+    description=CONFIG_CHANGE + ' `If-Match: "0"` creates only when there is no configuration yet.',
 )
-def replace_agent_config(path: AgentPath, body: AgentConfigReplace) -> tuple[dict[str, Any], int]:
+def replace_agent_config(
+    path: AgentPath, body: AgentConfigReplace
+) -> tuple[dict[str, Any], int, dict[str, str]]:
     """Replace the whole configuration (201 when it did not exist yet)."""
+    expected = _expected_version()
     config, created = agents.replace_config(
-        _org(), path.agent_id, body.model_dump(exclude_unset=True), changed_by=current_actor()
+        _org(),
+        path.agent_id,
+        parse(AgentConfigDraft, body.model_dump(exclude_unset=True)),
+        changed_by=current_actor(),
+        expected_version=expected,
     )
-    return AgentConfigOut.dump_config(config, path.agent_id), 201 if created else 200
+    return _with_etag(config, path.agent_id, 201 if created else 200)
 
 
-@api.patch("/members/<agent_id>/agent-config", tags=[TAG_AGENTS], responses={200: AgentConfigOut})
-def update_agent_config(path: AgentPath, body: AgentConfigPatch) -> dict[str, Any]:
+@api.patch(
+    "/members/<agent_id>/agent-config",
+    tags=[TAG_AGENTS],
+    responses={200: AgentConfigOut, 412: PlainError},
+    description=CONFIG_CHANGE,
+)
+def update_agent_config(
+    path: AgentPath, body: AgentConfigPatch
+) -> tuple[dict[str, Any], int, dict[str, str]]:
     """Change only the fields sent; sections, tools and notifications merge by key, null removes one."""
+    expected = _expected_version()
     config = agents.update_config(
-        _org(), path.agent_id, body.model_dump(exclude_unset=True), changed_by=current_actor()
+        _org(),
+        path.agent_id,
+        parse(AgentConfigChanges, body.model_dump(exclude_unset=True)),
+        changed_by=current_actor(),
+        expected_version=expected,
     )
-    return AgentConfigOut.dump_config(config, path.agent_id)
+    return _with_etag(config, path.agent_id)
 
 
 @api.get("/members/<agent_id>/agent-config/versions", tags=[TAG_AGENTS], responses={200: VersionList})
@@ -154,12 +212,16 @@ def list_config_versions(path: AgentPath, query: VersionQuery) -> dict[str, Any]
 @api.post(
     "/members/<agent_id>/agent-config/versions/<int:version>/restore",
     tags=[TAG_AGENTS],
-    responses={200: AgentConfigOut},
+    responses={200: AgentConfigOut, 412: PlainError},
+    description=CONFIG_CHANGE + " `If-Match` names the version stored now, not the one restored.",
 )
-def restore_config_version(path: VersionPath) -> dict[str, Any]:
+def restore_config_version(path: VersionPath) -> tuple[dict[str, Any], int, dict[str, str]]:
     """Put back the configuration as it was at ``version``; the restore is recorded as a new version."""
-    config = agents.restore_version(_org(), path.agent_id, path.version, changed_by=current_actor())
-    return AgentConfigOut.dump_config(config, path.agent_id)
+    expected = _expected_version()
+    config = agents.restore_version(
+        _org(), path.agent_id, path.version, changed_by=current_actor(), expected_version=expected
+    )
+    return _with_etag(config, path.agent_id)
 
 
 # -------------------------------------------------------------------------------------------- presence

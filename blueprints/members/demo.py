@@ -7,6 +7,7 @@ from datetime import timedelta
 
 from sqlalchemy import select
 
+from blueprints.members.agent_config import AgentConfigDraft, parse
 from blueprints.members.models import UnavailabilityReason
 from blueprints.members.services import agents, presence, reasons, teams
 from blueprints.members.services.members import create_member, find_member
@@ -91,7 +92,7 @@ def seed_members(environment: str) -> list[str]:
     for member_id, (name, config) in AI_AGENTS.items():
         if find_member(ORG, member_id) is None:
             create_member(ORG, {"id": member_id, "name": name, "ai": True}, changed_by="demo")
-            agents.replace_config(ORG, member_id, config, changed_by="demo")
+            agents.replace_config(ORG, member_id, parse(AgentConfigDraft, config), changed_by="demo")
     if not any(t.name == "Ventas" for t in teams.list_teams(ORG, skip=0, take=200).items):
         teams.create_team(
             ORG,

@@ -19,7 +19,8 @@ from core.db import JSONType, TimestampMixin, UUIDPrimaryKeyMixin, db, utcnow
 
 STATUSES = ("online", "offline", "busy", "away")
 ROLES = ("agent", "supervisor")
-TOOLS = ("transfer_to_human", "search_knowledge", "send_product", "create_ticket", "schedule_meeting")
+# A member id a client chooses: letters, digits and ``_ . : @ -``, 1 to 64, starting with a letter or digit.
+MEMBER_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,63}$"
 
 
 class User(UUIDPrimaryKeyMixin, TimestampMixin, db.Model):

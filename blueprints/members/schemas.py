@@ -8,14 +8,11 @@ validators, so nothing else repeats the shape.
 
 from __future__ import annotations
 
-import re
 import uuid
 from datetime import date
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 from urllib.parse import urlparse
 
-from email_validator import EmailNotValidError, validate_email
-from flask import current_app, has_app_context
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -25,15 +22,25 @@ from pydantic import (
     model_validator,
 )
 
-from blueprints.members.models import STATUSES, TOOLS
-from core.outbound import UrlRefused, check_url, switch_on
+from blueprints.members.agent_config_rules import (
+    DEFAULT_AGENT_TYPE,
+    AgentType,
+    BusinessCategory,
+    CallTransfers,
+    Notifications,
+    Sections,
+    Tools,
+    ToolSetting,
+    Voice,
+    effective_sections,
+    target_type,
+)
+from blueprints.members.models import MEMBER_ID_PATTERN, STATUSES
 from core.pagination import PageLimitQuery, SkipTakeQuery
-from core.phones import InvalidPhoneNumber, normalize_phone
 from core.responses import ResponseModel, WireObject, WireOptionalText, WireText
 from core.timeutil import get_zone
 from core.validation import QueryModel, RequestModel
 
-MEMBER_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,63}$"
 Status = Literal["online", "offline", "busy", "away"]
 assert set(STATUSES) == {"online", "offline", "busy", "away"}
 
@@ -510,7 +517,7 @@ def _agent_fields(view: Any) -> dict[str, Any]:
         "type": "ai",
         "status": AGENT_STATUS.get(member.status, member.status),
         "avatar_url": member.picture,
-        "agent_type": config.agent_type if config else "generic",
+        "agent_type": config.agent_type if config else DEFAULT_AGENT_TYPE,
         "business_category": config.business_category if config else None,
         "teams": [{"team_id": team.id, "team_name": team.name} for team in view.teams],
         "connections": view.connections,
@@ -547,161 +554,26 @@ class AgentList(OutModel):
 # ------------------------------------------------------------------------------- agent configuration
 
 
-class ChatSection(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    temperature: float = Field(0.7, ge=0, le=1)
-    context_messages: int = Field(50, ge=0, le=100)
-    context_days: int = Field(7, ge=1, le=30)
-    split_long_messages: bool = False
-
-
-CHAT_DEFAULTS = ChatSection().model_dump()
-
-
-class ToolSetting(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    enabled: bool
-
-
-def _email(value: str) -> str:
-    try:
-        return validate_email(value, check_deliverability=False, test_environment=True).normalized
-    except EmailNotValidError as exc:
-        raise ValueError(f"not a valid e-mail address: {value!r}") from exc
-
-
-def _notifications_loopback() -> bool:
-    """The notifications area delivers these webhooks and owns their test switch; it sits above this area,
-    so its setting is read by name rather than imported. Off outside an application."""
-    return has_app_context() and switch_on(current_app.config.get("NOTIFICATIONS_ALLOW_HTTP_LOOPBACK"))
-
-
-def _https(value: str) -> str:
-    """The webhook as stored, checked when saved by the very check every delivery repeats
-    (``core.outbound``), with the notifications area's loopback switch: a URL its deliveries would refuse
-    (a private or loopback address in any spelling, credentials, plain http) is a 400 now, not a failed
-    delivery log a day later. No DNS here; a name is resolved and its addresses checked at delivery."""
-    try:
-        return check_url(value, allow_loopback=_notifications_loopback())
-    except UrlRefused as refused:
-        raise ValueError(f"webhook must be an https URL to a public host: {refused}") from None
-
-
-class NotificationTargets(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    email: list[str] | None = Field(None, max_length=20)
-    whatsapp: list[str] | None = Field(None, max_length=20)
-    webhook: str | None = Field(None, max_length=2048)
-
-    @field_validator("email")
-    @classmethod
-    def _emails(cls, value: list[str] | None) -> list[str] | None:
-        return None if value is None else [_email(v) for v in value]
-
-    @field_validator("whatsapp")
-    @classmethod
-    def _phones(cls, value: list[str] | None) -> list[str] | None:
-        if value is None:
-            return None
-        numbers = []
-        for raw in value:
-            try:
-                numbers.append(normalize_phone(raw))
-            except InvalidPhoneNumber as exc:
-                raise ValueError(f"not a valid E.164 phone number: {raw!r}") from exc
-        return numbers
-
-    @field_validator("webhook")
-    @classmethod
-    def _webhook(cls, value: str | None) -> str | None:
-        return None if value is None else _https(value)
-
-
-NOTIFICATION_TRIGGERS = ("end_of_call", *TOOLS)
-_PHONE_LIKE = re.compile(r"^\+?[\d\s().-]{6,}$")
-
-
-class CallTransfer(BaseModel):
-    """A rule for handing a call over: when ``condition`` holds, transfer to ``target``."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: str = Field(min_length=1, max_length=120)
-    condition: str = Field(min_length=1, max_length=2000)
-    target: str = Field(min_length=1, max_length=64, description="E.164 number or a member id")
-    announce_message: str | None = Field(None, max_length=1000)
-
-    @field_validator("target")
-    @classmethod
-    def _target(cls, value: str) -> str:
-        if _PHONE_LIKE.match(value):
-            try:
-                return normalize_phone(value)
-            except InvalidPhoneNumber as exc:
-                raise ValueError(f"not a valid E.164 phone number: {value!r}") from exc
-        if not re.match(MEMBER_ID_PATTERN, value):
-            raise ValueError(f"not an E.164 number or a member id: {value!r}")
-        return value
-
-    @property
-    def target_type(self) -> str:
-        return "phone" if self.target.startswith("+") else "member"
-
-
-ToolName = Literal[
-    "transfer_to_human", "search_knowledge", "send_product", "create_ticket", "schedule_meeting"
-]
-Trigger = Literal[
-    "end_of_call",
-    "transfer_to_human",
-    "search_knowledge",
-    "send_product",
-    "create_ticket",
-    "schedule_meeting",
-]
-assert set(ToolName.__args__) == set(TOOLS) and set(Trigger.__args__) == set(NOTIFICATION_TRIGGERS)
-SectionText = Annotated[str, Field(max_length=20000)]
-
-
-class Sections(BaseModel):
-    """Prompt sections: any name with a text value; ``chat`` holds the chat parameters."""
-
-    model_config = ConfigDict(extra="allow")
-    __pydantic_extra__: dict[str, SectionText | None]
-
-    chat: ChatSection | None = None
-
-    @model_validator(mode="after")
-    def _names(self) -> Sections:
-        for name in self.__pydantic_extra__ or {}:
-            if not re.match(r"^[A-Za-z0-9_-]{1,64}$", name):
-                raise ValueError(f"invalid section name {name!r} (letters, digits, _ and -, at most 64)")
-        return self
-
-    def sent(self) -> dict[str, Any]:
-        """Sections as sent; ``None`` values mean "remove this section" in a PATCH."""
-        return self.model_dump(exclude_unset=True)
+# The rules are the domain's (``agent_config_rules``); these request models only say which fields a body
+# has. The API view hands the body to ``agent_config.parse``, and the verbs check it again.
 
 
 class _ConfigFields(RequestModel):
-    tools: dict[ToolName, ToolSetting | None] | None = None
-    voice: str | None = Field(None, max_length=120)
-    business_category: str | None = Field(None, max_length=64)
-    notifications: dict[Trigger, NotificationTargets | None] | None = None
-    call_transfers: list[CallTransfer] | None = Field(None, max_length=50)
+    tools: Tools | None = None
+    voice: Voice | None = None
+    business_category: BusinessCategory | None = None
+    notifications: Notifications | None = None
+    call_transfers: CallTransfers | None = None
 
 
 class AgentConfigReplace(_ConfigFields):
     sections: Sections
-    agent_type: str = Field("generic", min_length=1, max_length=64)
+    agent_type: AgentType = DEFAULT_AGENT_TYPE
 
 
 class AgentConfigPatch(_ConfigFields):
     sections: Sections | None = None
-    agent_type: str | None = Field(None, min_length=1, max_length=64)
+    agent_type: AgentType | None = None
 
 
 class CallTransferOut(OutModel):
@@ -719,14 +591,9 @@ class CallTransferOut(OutModel):
             return {
                 "announce_message": None,
                 **value,
-                "target_type": "phone" if target.startswith("+") else "member",
+                "target_type": target_type(target),
             }
         return value
-
-
-def effective_sections(sections: dict[str, Any]) -> dict[str, Any]:
-    """Sections as read: ``chat`` always present, with the defaults for what was not set."""
-    return {**sections, "chat": {**CHAT_DEFAULTS, **(sections.get("chat") or {})}}
 
 
 class AgentConfigOut(OutModel):

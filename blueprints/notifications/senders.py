@@ -271,7 +271,7 @@ def signing_secret(organization_id: uuid.UUID | str) -> str:
 
 
 def _loopback_allowed() -> bool:
-    # read as the agent configuration reads it when the URL is saved (blueprints/members/schemas.py)
+    # read as the agent configuration reads it when saved (blueprints/members/agent_config_rules.py)
     return outbound.switch_on(current_app.config.get("NOTIFICATIONS_ALLOW_HTTP_LOOPBACK"))
 
 

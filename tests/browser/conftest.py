@@ -159,6 +159,16 @@ def axe_violations(page: Any) -> list[dict[str, Any]]:
     # By URL, from our own origin: the pages' Content-Security-Policy refuses inline scripts, which is
     # what add_script_tag(path=...) would insert.
     page.add_script_tag(url="/static/vendor/axe.min.js")
+    # A button just clicked is still fading to its hover colours (Bootstrap's 150 ms transition); axe
+    # would measure the contrast of a frame in between. Let the finite transitions end first.
+    page.evaluate(
+        """() => Promise.race([
+            Promise.all(document.getAnimations()
+                .filter(a => a.effect && a.effect.getComputedTiming().iterations !== Infinity)
+                .map(a => a.finished.catch(() => null))),
+            new Promise(resolve => setTimeout(resolve, 2000)),
+        ])"""
+    )
     result = page.evaluate("async () => await axe.run(document, {resultTypes: ['violations']})")
     return [
         {"id": v["id"], "impact": v["impact"], "nodes": [n["target"] for n in v["nodes"]][:5]}

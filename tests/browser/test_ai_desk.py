@@ -302,7 +302,7 @@ def test_the_runs_log_in_a_browser(
     page = _open(new_context, boss, "/inbox", locale=locale)
     page.locator("nav a[href$='/agents']").click()
     page.locator(f"tr[data-agent-id='{agent.id}']").wait_for()
-    page.locator(f"tr[data-agent-id='{agent.id}'] a").click()
+    page.locator(f"tr[data-agent-id='{agent.id}'] a[href$='/runs']").click()
     page.wait_for_url(f"**/agents/{agent.id}/runs")
     rows = page.locator("#run-rows tr[data-run-id]")
     rows.first.wait_for()

@@ -29,6 +29,7 @@ from flask_openapi3 import APIBlueprint
 from sqlalchemy import func, select
 from werkzeug.routing import Rule
 
+from blueprints.ai.models import KnowledgeDocument
 from blueprints.crm.models import CrmAccount, CrmContact, CrmTask, Deal, Ticket
 from blueprints.desk.security import PROTECTED_BLUEPRINTS
 from blueprints.members.models import Member
@@ -46,6 +47,7 @@ NOT_PAGES = {
     "swagger": "the API reference UI: static, no session",
     "openapi": "the API reference document",
     "meta_webhooks": "Meta's deliveries: signed with X-Hub-Signature-256, never sent by a browser",
+    "voice_webhooks": "Twilio's callbacks: signed with X-Twilio-Signature, never sent by a browser",
 }
 SIGNIN_TOKEN = re.compile(r'name="csrf_token" value="([^"]+)"')
 PAGE_TOKEN = re.compile(r'<meta name="csrf-token" content="([^"]+)"')
@@ -147,7 +149,8 @@ def test_every_state_changing_page_request_needs_the_csrf_token(
         values: dict[str, str] = {}
         for route in routes:
             for argument in route.arguments:
-                values.setdefault(argument, str(uuid.uuid4()))
+                # a version is a number (<int:version>): any other value would not even match the route
+                values.setdefault(argument, "1" if argument == "version" else str(uuid.uuid4()))
             url = route.url(environment, values)
             label = f"{route.method} {url} ({route.endpoint})"
             missing = client.open(url, method=route.method, data={"text": "x"})
@@ -360,10 +363,12 @@ def _demo_ids(app: Flask, runner: FlaskCliRunner) -> DemoIds:
             conversation_id, message_id = db_pick_conversation()
             agent = next(iter(_ai_members()))
             crm = _crm_ids()
+            document = _knowledge_document(agent)
         values[environment] = {
             "conversation_id": conversation_id,
             "message_id": message_id,
             "agent_id": agent,
+            "document_id": document,
             **crm,
             "state": "new",  # a ticket board column
         }
@@ -411,6 +416,22 @@ def _crm_ids() -> dict[str, str]:
     return ids
 
 
+def _knowledge_document(agent_id: str) -> str:
+    """A demo knowledge document the agent's studio lists (its own or shared by every agent)."""
+    from core.db import db
+
+    document = db.session.scalar(
+        select(KnowledgeDocument.id)
+        .where(
+            KnowledgeDocument.organization_id == uuid.UUID(DEMO_ORG),
+            (KnowledgeDocument.agent_id == agent_id) | KnowledgeDocument.agent_id.is_(None),
+        )
+        .limit(1)
+    )
+    assert document is not None, "the demo has no knowledge document for its AI agent"
+    return str(document)
+
+
 def _ai_members() -> list[str]:
     from core.db import db
 
@@ -435,6 +456,9 @@ def watched(new_context: Callable[..., Any]) -> Iterator[Callable[[str], tuple[A
                  + e.lineNumber + ' on ' + location.pathname));"""
         )
         page = context.new_page()
+        # A fragment opened on its own (the studio's Knowledge tab answers 200) has no <link rel="icon">,
+        # which base.html declares for every page, so Chromium asks for /favicon.ico: not a page's error.
+        page.route("**/favicon.ico", lambda route: route.fulfill(status=204))
         page.on(
             "console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None
         )

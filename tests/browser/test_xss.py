@@ -96,6 +96,15 @@ def _seed(
     mem(client, org, "POST", "/members/unavailable-reasons", name=put("reason")[:120])
     shown["reason"] = shown["reason"][:120]
     agent = api(client, org, "POST", "/members", name=put("ai-agent"), ai=True)
+    knowledge = mem(
+        client,
+        org,
+        "POST",
+        "/knowledge",
+        title=put("knowledge-title"),
+        body=put("knowledge-body"),
+        agent_id=agent["id"],
+    )
     contact = crm(
         client,
         org,
@@ -130,6 +139,7 @@ def _seed(
             "conversation_id": conversation,
             "message_id": str(message),
             "agent_id": agent["id"],
+            "document_id": knowledge["id"],
             # the CRM pages (deal drawer, ticket drawer, contact and account pages, a task's drawer)
             "deal_id": deal["id"],
             "ticket_id": ticket["id"],

@@ -13,6 +13,7 @@ from flask.testing import FlaskClient
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
+from core.environments import ENVIRONMENTS, environment_app
 from tests.conftest import Org
 from tests.support.stores import Stores
 
@@ -65,12 +66,12 @@ def test_a_get_reads_in_autocommit_and_writes_keep_their_transaction(
 
 def test_the_setting_turns_it_off(postgresql: None, app: Flask, client: FlaskClient, org: Org) -> None:
     app_config = app.config.get("DATABASE_AUTOCOMMIT_READS")
-    for environment_app in app.extensions["agentdesk.environments"].values():
-        environment_app.config["DATABASE_AUTOCOMMIT_READS"] = False
+    for environment in ENVIRONMENTS:
+        environment_app(app, environment).config["DATABASE_AUTOCOMMIT_READS"] = False
     try:
         with autocommit_of_statements() as read:
             assert client.get(_crm(org, "/tickets"), headers=org.headers()).status_code == 200
         assert read and not any(read)
     finally:
-        for environment_app in app.extensions["agentdesk.environments"].values():
-            environment_app.config["DATABASE_AUTOCOMMIT_READS"] = app_config
+        for environment in ENVIRONMENTS:
+            environment_app(app, environment).config["DATABASE_AUTOCOMMIT_READS"] = app_config

@@ -16,6 +16,7 @@ AREA_SCHEMAS = {
     "/v1/members/": "PlainError",
     "/v1/organizations": "PlainError",
     "/v1/partner/": "TelecomError",
+    "/v2/voice/": "PlainError",
 }
 ERRORS_OF_EVERY_OPERATION = ("400", "401", "403", "404", "413", "429", "500", "503")
 ORG = "/v1/crm/organizations/{organization_id}"

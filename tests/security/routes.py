@@ -19,6 +19,7 @@ API_AREAS = {
     "/v2/messages/": "messages",
     "/v1/members/": "members",
     "/v1/partner/": "partner",
+    "/v2/voice/": "voice",
 }
 API_PREFIXES = (*API_AREAS, "/v1/organizations")
 # Only CRM accepts a JWT as the caller's identity (spec: "CRM ... API key or JWT"; core.auth).
@@ -28,6 +29,7 @@ JWT_AREAS = {"crm"}
 PUBLIC: dict[str, str] = {
     "meta_webhooks.verify_subscription": "Meta's handshake: answers only the configured verify token",
     "meta_webhooks.receive": "Meta deliveries: refused unless X-Hub-Signature-256 verifies (META_APP_SECRET)",
+    "voice_webhooks.status": "Twilio's status callbacks: 403 unless X-Twilio-Signature verifies",
     "openapi_document": "the published API description (/openapi.json)",
     "openapi.openapi": "API documentation (Swagger UI)",
     "openapi.doc_url": "API documentation",

@@ -199,6 +199,27 @@ def _complete_a(app: Flask, client: FlaskClient, env: str, key: str) -> None:
         db.session.commit()
 
 
+def _voice_a(runner: FlaskCliRunner, client: FlaskClient, env: str, key: str) -> None:
+    """A's voice number (the simulator) and one call through it (the demo seeds no voice data yet)."""
+    org = str(DEMO_ORGANIZATION_ID)
+    connected = runner.invoke(
+        args=[
+            "voice",
+            "connect",
+            "--org",
+            org,
+            "--number",
+            "+525550009000",
+            "--provider",
+            "simulator",
+            "--env",
+            env,
+        ]
+    )
+    assert connected.exit_code == 0, connected.output
+    _api(client, "POST", f"{PREFIX[env]}/v2/voice/organizations/{org}/calls", key, {"to": "+525512345678"})
+
+
 def _params(app: Flask, env: str) -> dict[str, str]:
     """A's value for every kind of path parameter, read back from the store."""
     a = DEMO_ORGANIZATION_ID
@@ -293,8 +314,12 @@ def _params(app: Flask, env: str) -> dict[str, str]:
             "messages:*/labels/<label_id>": first("labels")["id"],
             "messages:*/members/<member_id>": human["id"],
             "messages:*/messages/<message_id>": message["id"],
+            "voice:*/numbers/<number_id>": first("voice_numbers")["id"],
+            "voice:*/calls/<call_id>": first("voice_calls")["id"],
             # Desk pages
             "pages:agents/<agent_id>": agent["id"],
+            "pages:*/knowledge/<document_id>": first("knowledge_documents")["id"],
+            "pages:*/versions/<version>": version["version"],
             "pages:crm/conversation/<conversation_id>": conversation["id"],
             "pages:inbox/c/<conversation_id>": conversation["id"],
             "pages:*/messages/<message_id>": message["id"],
@@ -378,6 +403,7 @@ def build_world(app: Flask, runner: FlaskCliRunner, make_org: Callable[..., Org]
     a.desk_passwords = passwords
     for env in ENVIRONMENTS:
         _complete_a(app, client, env, keys[env])
+        _voice_a(runner, client, env, keys[env])
     other = make_org("Beta Outsiders")
     _seed_b(client, other)
     b = Tenant(other.id, other.name, {"live": other.live_key, "sandbox": other.sandbox_key})

@@ -9,7 +9,9 @@ errors as ``{"error": {message, type, code}}`` with their HTTP status (429 with 
 Tests script it: a queue of answers (:meth:`reply`, :meth:`call_tools`, :meth:`fail`), a delay per answer
 (for timeouts), a hook run while a request is being answered (to deliver messages "while the model
 thinks"), and read back every request it received (:attr:`requests`). An empty queue answers a default
-text. It knows nothing of the application's code.
+text. A request with ``"stream": true`` is answered with server-sent events (``chat.completion.chunk``:
+the text word by word, each tool call's id and name then its arguments in two pieces, a usage chunk when
+``stream_options.include_usage`` asks, then ``data: [DONE]``). It knows nothing of the application's code.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from flask import Flask, Response, jsonify, request
+from flask import Flask, Response, jsonify, request, stream_with_context
 from werkzeug.serving import BaseWSGIServer, make_server
 
 DEFAULT_TEXT = "Hello! How can I help you?"
@@ -121,20 +123,30 @@ class FakeLLM:
             if step.status == 429:
                 response.headers["Retry-After"] = "0"
             return response
-        message: dict[str, Any] = {"role": "assistant", "content": step.text}
-        if step.tool_calls:
-            message["tool_calls"] = [
-                {
-                    "id": f"call_{uuid.uuid4().hex[:12]}",
-                    "type": "function",
-                    "function": {
-                        "name": call["name"],
-                        "arguments": step.raw_arguments.get(index, json.dumps(call["arguments"])),
-                    },
-                }
-                for index, call in enumerate(step.tool_calls)
-            ]
+        calls = [
+            {
+                "id": f"call_{uuid.uuid4().hex[:12]}",
+                "type": "function",
+                "function": {
+                    "name": call["name"],
+                    "arguments": step.raw_arguments.get(index, json.dumps(call["arguments"])),
+                },
+            }
+            for index, call in enumerate(step.tool_calls)
+        ]
         prompt_tokens = sum(len(str(m.get("content") or "")) for m in body.get("messages", [])) // 4
+        usage = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": len(step.text or "") // 4 + 1,
+            "total_tokens": prompt_tokens + len(step.text or "") // 4 + 1,
+        }
+        if body.get("stream"):
+            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            events = self._events(body, step, calls, usage if include_usage else None)
+            return Response(stream_with_context(events), mimetype="text/event-stream")
+        message: dict[str, Any] = {"role": "assistant", "content": step.text}
+        if calls:
+            message["tool_calls"] = calls
         return jsonify(
             {
                 "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
@@ -148,10 +160,41 @@ class FakeLLM:
                         "finish_reason": "tool_calls" if step.tool_calls else "stop",
                     }
                 ],
-                "usage": {
-                    "prompt_tokens": prompt_tokens,
-                    "completion_tokens": len(step.text or "") // 4 + 1,
-                    "total_tokens": prompt_tokens + len(step.text or "") // 4 + 1,
-                },
+                "usage": usage,
             }
         )
+
+    def _events(
+        self,
+        body: dict[str, Any],
+        step: Scripted,
+        calls: list[dict[str, Any]],
+        usage: dict[str, int] | None,
+    ) -> Any:
+        """The answer as OpenAI's ``chat.completion.chunk`` server-sent events."""
+        base = {
+            "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": body.get("model") or self.model,
+        }
+
+        def event(delta: dict[str, Any], finish: str | None = None) -> str:
+            chunk = {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+            return f"data: {json.dumps(chunk)}\n\n"
+
+        yield event({"role": "assistant", "content": ""})
+        words = (step.text or "").split(" ")
+        for index, word in enumerate(words if step.text else []):
+            yield event({"content": word if index == 0 else " " + word})
+        for index, call in enumerate(calls):
+            head = {"index": index, "id": call["id"], "type": "function"}
+            yield event({"tool_calls": [{**head, "function": {"name": call["function"]["name"]}}]})
+            arguments = call["function"]["arguments"]
+            half = len(arguments) // 2
+            for piece in (arguments[:half], arguments[half:]):
+                yield event({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+        yield event({}, "tool_calls" if calls else "stop")
+        if usage is not None:
+            yield f"data: {json.dumps({**base, 'choices': [], 'usage': usage})}\n\n"
+        yield "data: [DONE]\n\n"

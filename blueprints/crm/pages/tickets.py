@@ -8,7 +8,8 @@ drag and drop or their "Move to…" menu (``static/desk.js``, "Boards"), which p
 column heads (exact counts, one grouped query) out of band. A column loads its next 50 cards when its end
 scrolls into view (``/tickets/column/<state>``, a keyset on the column's order). A ticket another person
 changed is fetched again from ``/tickets/<id>/card`` with the board's filters: the card (its ``data-in``
-says its column) or nothing when the board no longer shows it.
+says its column) or nothing when the board no longer shows it; one the board does not show yet (created
+elsewhere) is asked for with ``new=1``, answered 204 when it is not on the board.
 
 ``GET /tickets/<id>`` is the drawer: over the board for htmx (an offcanvas), a whole page otherwise. Every
 field is a small form posting to ``/tickets/<id>/edit`` (one field per post, through its verb: the state
@@ -288,11 +289,16 @@ class CardKit:
     (built once with a stand-in id, the board's filters as their query): a board of 250 cards made
     1,800 catalogue lookups and 750 ``url_for`` calls before."""
 
+    placeholder = _ID
+
     def __init__(self, state: BoardState | None) -> None:
         query = urlencode(state.filter_params()) if state is not None else ""
         self.query = f"?{query}" if query else ""
         self._move = url_for("crm_pages.move_ticket", ticket_id=_ID)
         self._refresh = url_for("crm_pages.ticket_card", ticket_id=_ID)
+        # a ticket the board does not show yet (created, or now under its filters): 204 when not on it
+        live = {"new": "1", **(state.filter_params() if state is not None else {})}
+        self.live_url = f"{self._refresh}?{urlencode(live)}"
         self._open = url_for("crm_pages.ticket", ticket_id=_ID)
         self.words = {
             "priority": _("Priority"),
@@ -310,6 +316,13 @@ class CardKit:
 
     def open_url(self, ticket: Ticket) -> str:
         return self._open.replace(_ID, str(ticket.id))
+
+    @staticmethod
+    def order(ticket: Ticket) -> str:
+        """The card's place in its column as text that sorts like the column, newest first (the closed
+        column by closing time): where desk.js puts a card a live update brings."""
+        moment = ticket.closed_at if ticket.state == "closed" and ticket.closed_at else ticket.created_at
+        return f"{as_utc(moment):%Y-%m-%dT%H:%M:%S.%f}|{ticket.number:012d}"
 
     def created(self, ticket: Ticket) -> str:
         return _("Created %(when)s", when=_moment(ticket.created_at))
@@ -521,13 +534,17 @@ def _ticket(me: DeskUser, ticket_id: str) -> Ticket:
 
 @pages.get("/tickets/<ticket_id>/card")
 def ticket_card(ticket_id: str) -> Response:
-    """One card as the board under the URL's filters shows it; empty when it does not (a live update)."""
+    """One card as the board under the URL's filters shows it; empty when it does not (a live update).
+    With ``new=1`` (a ticket the board does not show yet: created elsewhere, or now under its filters)
+    the answer is 204 when the board does not show it either."""
     me = signed_in()
     board = BoardState.from_args(request.args)
     _ticket(me, ticket_id)  # another organization's ticket: 404, not an empty card
     shown = ticket_service.ticket_on_board(
         me.organization_id, board.filters(me), _ticket_id(ticket_id), _closed_since()
     )
+    if shown is None and request.args.get("new") == "1":
+        return vary_fragment(make_response("", 204))
     return _card_response(me, board, shown)
 
 

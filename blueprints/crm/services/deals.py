@@ -4,6 +4,7 @@ linked conversations with captured summaries, the activity timeline and time in 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 from decimal import Decimal
@@ -68,7 +69,7 @@ from blueprints.crm.services.common import (
 )
 from blueprints.crm.services.pipelines import get_stage, ordered_stages, pipeline_for_update, renumber
 from blueprints.crm.services.products import check_product_id
-from core.db import db, utcnow
+from core.db import db, for_update, utcnow
 from core.events import publish
 from core.pagination import Page, paginate
 from core.tenancy import missing_ids
@@ -560,11 +561,44 @@ def _get_item(deal: Deal, item_id: uuid.UUID) -> DealLineItem:
     raise missing("Line item")
 
 
+def _deal_for_items(organization_id: uuid.UUID, deal_id: uuid.UUID) -> Deal:
+    """The deal (404 like :func:`get_deal`) with its row held until the commit: the line-item verbs of one
+    deal take turns, so two of them never give one position twice nor sum the amount from a stale list."""
+    db.session.execute(
+        for_update(
+            select(Deal.id).where(
+                Deal.id == deal_id, Deal.organization_id == organization_id, Deal.deleted_at.is_(None)
+            )
+        )
+    )
+    return get_deal(organization_id, deal_id)
+
+
+def _renumber(items: list[DealLineItem]) -> None:
+    """Positions 0..n-1 in the order of ``items`` (only the rows whose position changes are written)."""
+    for position, item in enumerate(items):
+        if item.position != position:
+            item.position = position
+
+
+def _check_position(deal: Deal, position: int) -> None:
+    last = len(deal.line_items) - 1
+    if position > last:
+        raise Refusal(
+            400,
+            f"position: must be from 0 to {last} (the deal has {last + 1} line items)",
+            code="position_out_of_range",
+            param="position",
+            detail={"max": last, "count": last + 1},
+        )
+
+
 def add_line_item(
     organization_id: uuid.UUID, deal_id: uuid.UUID, draft: LineItemDraft, actor: str | None = None
 ) -> DealLineItem:
+    """A new item goes last (``position`` = the number of items the deal had)."""
     draft = check(draft)
-    deal = get_deal(organization_id, deal_id)
+    deal = _deal_for_items(organization_id, deal_id)
     currency = _check_currency(deal, draft.currency)
     check_product_id(organization_id, draft.product_id)
     quantity, unit_price = draft.quantity, round_price(draft.unit_price)
@@ -582,6 +616,7 @@ def add_line_item(
         currency=currency,
         sku=draft.sku,
         notes=draft.notes,
+        position=len(deal.line_items),
         created_at=now,
         updated_at=now,
     )
@@ -598,9 +633,15 @@ def update_line_item(
     changes: LineItemChanges,
     actor: str | None = None,
 ) -> DealLineItem:
+    """Only the fields sent change. A ``position`` (0..n-1) moves the item there and shifts the others, so
+    positions stay contiguous; one past the last item is refused (``position_out_of_range``). A move alone
+    leaves the amount as it was (no ``amount_changed`` activity) and publishes ``deal.updated`` like any
+    change of the items."""
     changes = check(changes)
-    deal = get_deal(organization_id, deal_id)
+    deal = _deal_for_items(organization_id, deal_id)
     item = _get_item(deal, item_id)
+    if given(changes.position):
+        _check_position(deal, changes.position)
     _check_currency(deal, changes.currency if given(changes.currency) else None)
     check_product_id(organization_id, changes.product_id if given(changes.product_id) else None)
     if given(changes.name):
@@ -617,6 +658,10 @@ def update_line_item(
         item.sku = changes.sku
     if sent(changes.notes):
         item.notes = changes.notes
+    if given(changes.position):
+        others = [other for other in deal.line_items if other is not item]
+        others.insert(changes.position, item)
+        _renumber(others)
     item.total = line_item_total(item.quantity, item.unit_price, item.discount, item.currency)
     item.updated_at = utcnow()
     _recalculate(deal, actor)
@@ -626,8 +671,10 @@ def update_line_item(
 def delete_line_item(
     organization_id: uuid.UUID, deal_id: uuid.UUID, item_id: uuid.UUID, actor: str | None = None
 ) -> None:
-    deal = get_deal(organization_id, deal_id)
+    """The items after it move up one place (positions stay 0..n-1)."""
+    deal = _deal_for_items(organization_id, deal_id)
     deal.line_items.remove(_get_item(deal, item_id))
+    _renumber(list(deal.line_items))
     _recalculate(deal, actor)
 
 
@@ -700,15 +747,17 @@ def _loaded(organization_id: uuid.UUID, deal_id: uuid.UUID, deal: Deal | None) -
 
 
 def list_activities(
-    organization_id: uuid.UUID, deal_id: uuid.UUID, deal: Deal | None = None
+    organization_id: uuid.UUID, deal_id: uuid.UUID, deal: Deal | None = None, limit: int | None = None
 ) -> list[DealActivity]:
-    """Newest first. ``deal``: the deal when the caller has it already (a page showing it), one read less."""
+    """Newest first. ``deal``: the deal when the caller has it already (a page showing it), one read less;
+    ``limit``: only the newest ones (a page showing the latest), the others are not read."""
     deal = _loaded(organization_id, deal_id, deal)
     return list(
         db.session.scalars(
             select(DealActivity)
             .where(DealActivity.deal_id == deal.id)
             .order_by(DealActivity.created_at.desc(), DealActivity.id.desc())
+            .limit(limit)
         )
     )
 
@@ -747,10 +796,16 @@ class StageTimes:
     stages: list[StageTime]
 
 
-def stage_times(organization_id: uuid.UUID, deal_id: uuid.UUID, deal: Deal | None = None) -> StageTimes:
+def stage_times(
+    organization_id: uuid.UUID,
+    deal_id: uuid.UUID,
+    deal: Deal | None = None,
+    stages: Iterable[Stage] = (),
+) -> StageTimes:
     """Milliseconds per stage from the visit history: revisits are summed, the open visit runs to now.
     Stages are listed in the order they were first entered; names come from the live stage when it
-    still exists, else from the copy taken on entry. ``deal`` as in :func:`list_activities`."""
+    still exists, else from the copy taken on entry. ``deal`` as in :func:`list_activities`; ``stages``:
+    stages the caller has read already (the deal's pipeline's), only the others visited are read."""
     deal = _loaded(organization_id, deal_id, deal)
     visits = list(
         db.session.scalars(
@@ -759,9 +814,10 @@ def stage_times(organization_id: uuid.UUID, deal_id: uuid.UUID, deal: Deal | Non
             .order_by(DealStageVisit.entered_at, DealStageVisit.id)
         )
     )
-    live = {
-        s.id: s for s in db.session.scalars(select(Stage).where(Stage.id.in_({v.stage_id for v in visits})))
-    }
+    live = {stage.id: stage for stage in stages}
+    unread = {visit.stage_id for visit in visits} - live.keys()
+    if unread:
+        live.update((s.id, s) for s in db.session.scalars(select(Stage).where(Stage.id.in_(unread))))
     now = utcnow()
     stages: dict[uuid.UUID, StageTime] = {}
     for visit in visits:

@@ -75,6 +75,9 @@ def _event(task: CrmTask, change: str) -> None:
             "status": task.status,
             "owner_id": task.owner_id,
             "due_date": isoformat(task.due_date),
+            # what it is linked to: an open deal or ticket drawer refreshes its tasks
+            "deal_id": str(task.deal_id) if task.deal_id else None,
+            "ticket_id": str(task.ticket_id) if task.ticket_id else None,
             "change": change,
         },
     )

@@ -8,12 +8,12 @@ resumer looks at each recipient left in ``sending``: if no message was created f
 provider and it is queued again; if the message has the provider's id it was sent; if the message exists
 without one, the outcome is unknown and the recipient is reported as ``unknown`` rather than sent twice.
 Sending is paced per broadcast at ``rate_per_second`` (Meta's default throughput is 80 messages per
-second per number; ``BROADCAST_RATE_PER_SECOND``).
+second per number; ``BROADCAST_RATE_PER_SECOND``). The lease, claim loop, pacing and hand-back are the
+core campaign engine's (``core/campaigns.py``); this module says what a recipient is and how one is sent.
 """
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
@@ -21,7 +21,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from flask import current_app
-from sqlalchemy import func, or_, select, update
+from sqlalchemy import func, select, update
 
 from blueprints.channels.crypto import TokenDecryptionError
 from blueprints.channels.models import OrganizationAddress
@@ -32,13 +32,13 @@ from blueprints.messaging import conversation_state
 from blueprints.messaging import sending as messaging
 from blueprints.messaging.models import Conversation, Message
 from blueprints.messaging.threads import contact_address_for
-from core.db import db, utcnow
+from core import campaigns
+from core.db import db, for_update, utcnow
 from core.errors import ApiError
 from core.events import publish
 from core.jobs import job, periodic
 from core.pagination import Page, paginate
 from core.tenancy import find_for_org
-from core.uow import checkpoint
 
 RECIPIENT_STATES = ("queued", "sending", "sent", "failed", "unknown", "canceled")
 
@@ -217,33 +217,6 @@ def cancel_broadcast(organization_id: uuid.UUID, broadcast_id: str) -> Broadcast
 # ---- sending ---------------------------------------------------------------------------------------------
 
 
-def _claim_next(broadcast_id: uuid.UUID) -> BroadcastRecipient | None:
-    """Take the next queued recipient for this worker, or None when none is left. Each claim is a
-    checkpoint: another worker must see the recipient leave ``queued`` before the provider is called."""
-    while True:
-        candidate = db.session.scalar(
-            select(BroadcastRecipient.id)
-            .where(BroadcastRecipient.broadcast_id == broadcast_id, BroadcastRecipient.state == "queued")
-            .order_by(BroadcastRecipient.position)
-            .limit(1)
-        )
-        if candidate is None:
-            return None
-        claimed = db.session.execute(
-            update(BroadcastRecipient)
-            .where(BroadcastRecipient.id == candidate, BroadcastRecipient.state == "queued")
-            .values(state="sending", attempted_at=utcnow())
-            .execution_options(synchronize_session=False)
-        )
-        checkpoint("broadcast.progress")
-        if claimed.rowcount == 1:
-            return db.session.scalars(
-                select(BroadcastRecipient)
-                .where(BroadcastRecipient.id == candidate)
-                .execution_options(populate_existing=True)
-            ).one()
-
-
 def _send_one(broadcast: Broadcast, recipient: BroadcastRecipient) -> None:
     """Send to one claimed recipient and record the outcome (made durable by the next checkpoint)."""
     components = recipient.parameters if recipient.parameters is not None else broadcast.components
@@ -350,81 +323,92 @@ def recover_in_flight(broadcast: Broadcast) -> dict[str, int]:
     return dict(outcome)
 
 
-class _Pacer:
-    """At most ``rate`` sends per second, spread evenly."""
+class _BroadcastCampaign:
+    """A broadcast as the core campaign engine sees it (core/campaigns.py): one attempt per recipient,
+    one at a time, ``queued -> sending -> sent | failed | unknown``; due as soon as queued."""
 
-    def __init__(self, rate: int) -> None:
-        self.interval = 1.0 / max(rate, 1)
-        self.next_at = time.monotonic()
+    def __init__(self, broadcast: Broadcast) -> None:
+        self.broadcast = broadcast
+        self.lease = campaigns.Lease(Broadcast.__table__, broadcast.id)
 
-    def wait(self) -> None:
-        now = time.monotonic()
-        if self.next_at > now:
-            time.sleep(self.next_at - now)
-        self.next_at = max(now, self.next_at) + self.interval
-
-
-LEASE_SECONDS = 60  # longer than one provider call may take (META_HTTP_TIMEOUT) plus the pacing wait
-
-
-def _take_lease(broadcast_id: uuid.UUID, owner: str) -> bool:
-    """Become the broadcast's one worker: free, expired, or already ours. Renewing is taking it again."""
-    now = utcnow()
-    taken = db.session.execute(
-        update(Broadcast)
-        .where(
-            Broadcast.id == broadcast_id,
-            or_(
-                Broadcast.lease_owner.is_(None),
-                Broadcast.lease_owner == owner,
-                Broadcast.lease_expires_at < now,
-            ),
+    def is_active(self) -> bool:
+        return (
+            db.session.scalar(select(Broadcast.status).where(Broadcast.id == self.broadcast.id)) == "sending"
         )
-        .values(lease_owner=owner, lease_expires_at=now + timedelta(seconds=LEASE_SECONDS))
-        .execution_options(synchronize_session=False)
-    )
-    return taken.rowcount == 1
 
+    def recover(self) -> dict[str, int]:
+        return recover_in_flight(self.broadcast)
 
-def _release_lease(broadcast_id: uuid.UUID, owner: str) -> None:
-    db.session.execute(
-        update(Broadcast)
-        .where(Broadcast.id == broadcast_id, Broadcast.lease_owner == owner)
-        .values(lease_owner=None, lease_expires_at=None)
-        .execution_options(synchronize_session=False)
-    )
+    def claim(self, limit: int, now: datetime, max_attempts: int) -> list[BroadcastRecipient]:
+        """The next queued recipients, in order, moved to ``sending`` (the engine's checkpoint makes the
+        claim durable before the provider is called)."""
+        ids = db.session.scalars(
+            for_update(
+                select(BroadcastRecipient.id)
+                .where(
+                    BroadcastRecipient.broadcast_id == self.broadcast.id, BroadcastRecipient.state == "queued"
+                )
+                .order_by(BroadcastRecipient.position)
+                .limit(limit),
+                skip_locked=True,
+            )
+        ).all()
+        if not ids:
+            return []
+        db.session.execute(
+            update(BroadcastRecipient)
+            .where(BroadcastRecipient.id.in_(ids), BroadcastRecipient.state == "queued")
+            .values(state="sending", attempted_at=utcnow())
+            .execution_options(synchronize_session=False)
+        )
+        return list(
+            db.session.scalars(
+                select(BroadcastRecipient)
+                .where(BroadcastRecipient.id.in_(ids), BroadcastRecipient.state == "sending")
+                .order_by(BroadcastRecipient.position)
+                .execution_options(populate_existing=True)
+            )
+        )
+
+    def act(self, recipient: BroadcastRecipient) -> campaigns.Outcome:
+        _send_one(self.broadcast, recipient)  # records sent or failed itself: a broadcast never retries
+        return campaigns.Outcome.DONE
+
+    def record(
+        self, recipient: BroadcastRecipient, outcome: campaigns.Outcome, retry_at: datetime | None
+    ) -> None:
+        pass  # _send_one stored the outcome
+
+    def attempts(self, recipient: BroadcastRecipient) -> int:
+        return 1
+
+    def count_live(self) -> int:
+        return int(
+            db.session.scalar(
+                select(func.count())
+                .select_from(BroadcastRecipient)
+                .where(
+                    BroadcastRecipient.broadcast_id == self.broadcast.id,
+                    BroadcastRecipient.state == "sending",
+                )
+            )
+            or 0
+        )
+
+    def next_due(self) -> datetime | None:
+        return None  # a queued recipient is due at once: the claim found none
+
+    def complete(self) -> None:
+        _complete(self.broadcast)
 
 
 def run_broadcast(organization_id: uuid.UUID, broadcast_id: str) -> BroadcastReport:
-    """Send to every queued recipient; safe to run again (or concurrently) at any time: only the holder
-    of the broadcast's lease sends, and recipients left ``sending`` are settled only by a worker that took
-    over an expired lease (their worker is gone, not merely slow)."""
+    """Send to every queued recipient on the core campaign engine; safe to run again (or concurrently) at
+    any time: only the holder of the broadcast's lease sends, and recipients left ``sending`` are settled
+    only by a worker that took over an expired lease (their worker is gone, not merely slow)."""
     broadcast = _broadcast_or_404(organization_id, broadcast_id)
-    owner = uuid.uuid4().hex
-    if not _take_lease(broadcast.id, owner):
-        return get_broadcast(organization_id, broadcast_id)  # a live worker is sending it
-    checkpoint("broadcast.progress")
-    try:
-        recover_in_flight(broadcast)
-        pacer = _Pacer(broadcast.rate_per_second)
-        while True:
-            status = db.session.scalar(select(Broadcast.status).where(Broadcast.id == broadcast.id))
-            if status != "sending" or not _take_lease(broadcast.id, owner):
-                break  # canceled, or our lease was taken over after it expired: stop at once
-            recipient = _claim_next(broadcast.id)  # its checkpoint also makes the renewed lease durable
-            if recipient is None:
-                _complete(broadcast)
-                break
-            pacer.wait()
-            _send_one(broadcast, recipient)
-    except BaseException:
-        # a crash inside this process: hand the broadcast back at once (a killed process instead leaves
-        # the lease to expire)
-        db.session.rollback()
-        _release_lease(broadcast.id, owner)
-        checkpoint("broadcast.progress")
-        raise
-    _release_lease(broadcast.id, owner)
+    policy = campaigns.Policy(checkpoint="broadcast.progress", rate_per_second=broadcast.rate_per_second)
+    campaigns.run(_BroadcastCampaign(broadcast), policy)
     return get_broadcast(organization_id, broadcast_id)
 
 

@@ -2,7 +2,14 @@
 
 Every change of a configuration (create, replace, update, restore) stores a version: the full snapshot
 after the change (what a restore puts back) and a diff against the previous one (what a supervisor
-reads), with who made it and when. A restore is itself a new version, so nothing is ever lost.
+reads), with who made it and when, and writes an audit entry naming the version. A restore is itself a
+new version, so nothing is ever lost.
+
+The verbs take the typed inputs of ``blueprints.members.agent_config`` (``AgentConfigDraft``,
+``AgentConfigChanges``) and check them whoever built them. Given ``expected_version`` (the version the
+caller started from: an API client's ``If-Match``, a page's hidden field), a verb refuses with
+``version_conflict`` (412) when another version is stored; the configuration's row is locked while it
+is read for a change, so two writers that started from the same version cannot both win.
 """
 
 from __future__ import annotations
@@ -12,16 +19,25 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
 
 from blueprints.audit import services as audit_log
+from blueprints.members.agent_config import (
+    DEFAULT_AGENT_TYPE,
+    AgentConfigChanges,
+    AgentConfigDraft,
+    Refusal,
+    check,
+    check_targets,
+    version_conflict,
+)
 from blueprints.members.models import AgentConfig, AgentConfigVersion, Member, Team
 from blueprints.members.services import hooks, teams
-from blueprints.members.services.members import find_member, get_member, members_by_ids
-from core.db import db
-from core.errors import ApiError, not_found
+from blueprints.members.services.members import find_member, get_member
+from core.db import db, for_update
+from core.errors import not_found
 from core.events import publish
 from core.pagination import Page, paginate
-from core.tenancy import find_for_org
 from core.text import LIKE_ESCAPE, contains_pattern
 
 CONFIG_FIELDS = (
@@ -89,14 +105,20 @@ def get_agent(organization_id: uuid.UUID, agent_id: str) -> AgentView:
     )
 
 
-def _config_of(member: Member) -> AgentConfig | None:
-    return db.session.scalar(select(AgentConfig).where(AgentConfig.member_pk == member.pk))
+def _config_of(member: Member, *, lock: bool = False) -> AgentConfig | None:
+    """The member's configuration; ``lock``: held until the commit and read afresh, for a change."""
+    statement = select(AgentConfig).where(AgentConfig.member_pk == member.pk)
+    return db.session.scalar(for_update(statement) if lock else statement)
 
 
 def _agent_member(organization_id: uuid.UUID, agent_id: str) -> Member:
     member = get_member(organization_id, agent_id)
     if not member.ai:
-        raise ApiError(400, f"Member {agent_id} is not an AI agent: only AI agents have a configuration")
+        raise Refusal(
+            400,
+            f"Member {agent_id} is not an AI agent: only AI agents have a configuration",
+            code="not_an_ai_agent",
+        )
     return member
 
 
@@ -105,6 +127,29 @@ def get_config(organization_id: uuid.UUID, agent_id: str) -> AgentConfig:
     if config is None:
         raise not_found("Agent configuration")
     return config
+
+
+def current_version(config: AgentConfig) -> AgentConfigVersion | None:
+    """The version row of what is stored now (who saved it, when)."""
+    return db.session.scalar(
+        select(AgentConfigVersion).where(
+            AgentConfigVersion.config_id == config.id, AgentConfigVersion.version == config.version
+        )
+    )
+
+
+def _expect(config: AgentConfig | None, expected_version: int | None) -> None:
+    """``version_conflict`` (412) when the caller started from another version than the stored one
+    (0: no configuration yet); nothing when it did not say."""
+    if expected_version is None:
+        return
+    current = config.version if config is not None else 0
+    if expected_version == current:
+        return
+    row = current_version(config) if config is not None else None
+    raise version_conflict(
+        expected_version, current, row.changed_by if row else None, row.created_at if row else None
+    )
 
 
 def snapshot(config: AgentConfig) -> dict[str, Any]:
@@ -135,15 +180,6 @@ def diff(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
     return changes
 
 
-def _validate_targets(organization_id: uuid.UUID, transfers: list[dict[str, Any]]) -> None:
-    """Member targets of call transfers must be members of the organization (one query)."""
-    member_ids = [t["target"] for t in transfers if not t["target"].startswith("+")]
-    known = members_by_ids(organization_id, member_ids)
-    for index, transfer in enumerate(transfers):
-        if not transfer["target"].startswith("+") and transfer["target"] not in known:
-            raise ApiError(400, f"call_transfers.{index}.target: no member with id {transfer['target']!r}")
-
-
 def _clean(values: dict[str, Any] | None) -> dict[str, Any]:
     """Drop keys sent as null (and null targets inside a notification)."""
     return {
@@ -155,6 +191,7 @@ def _clean(values: dict[str, Any] | None) -> dict[str, Any]:
 
 def _record(
     config: AgentConfig,
+    member: Member,
     before: dict[str, Any],
     *,
     action: str,
@@ -182,9 +219,10 @@ def _record(
     audit_log.record(
         "agent_config.updated",
         "agent",
-        find_for_org(Member, config.member_pk, config.organization_id).id,  # type: ignore[union-attr]
+        member.id,
         {name.split(".", 1)[0] for name in diff(before, after)},  # top-level names (section keys are free)
         organization_id=config.organization_id,
+        version=config.version,
     )
 
 
@@ -193,47 +231,80 @@ def _empty() -> dict[str, Any]:
         "sections": {},
         "tools": {},
         "voice": None,
-        "agent_type": "generic",
+        "agent_type": DEFAULT_AGENT_TYPE,
         "business_category": None,
         "notifications": {},
         "call_transfers": [],
     }
 
 
+def _new_config(organization_id: uuid.UUID, member: Member) -> AgentConfig:
+    """The member's first configuration (version 0 until its first change is recorded). Two first saves
+    at once: the one that loses the unique member key reads the winner's row, locked."""
+    config = AgentConfig(organization_id=organization_id, member_pk=member.pk, version=0)
+    try:
+        with db.session.begin_nested():
+            db.session.add(config)
+            db.session.flush()
+    except IntegrityError:
+        existing = _config_of(member, lock=True)
+        if existing is None:
+            raise
+        return existing
+    return config
+
+
 def replace_config(
-    organization_id: uuid.UUID, agent_id: str, body: dict[str, Any], *, changed_by: str
+    organization_id: uuid.UUID,
+    agent_id: str,
+    draft: AgentConfigDraft,
+    *,
+    changed_by: str,
+    expected_version: int | None = None,
 ) -> tuple[AgentConfig, bool]:
-    """POST: the whole configuration becomes ``body``. Returns (config, created)."""
+    """POST: the whole configuration becomes ``draft``. Returns (config, created). ``expected_version``
+    0 means "there is no configuration yet"."""
+    draft = check(draft)
     member = _agent_member(organization_id, agent_id)
-    transfers = body.get("call_transfers") or []
-    _validate_targets(organization_id, transfers)
-    config = _config_of(member)
-    created = config is None
+    config = _config_of(member, lock=True)
+    _expect(config, expected_version)
+    values = draft.values()
+    transfers = values["call_transfers"] or []
+    check_targets(organization_id, transfers)
     if config is None:
-        config = AgentConfig(organization_id=organization_id, member_pk=member.pk, version=0)
-        db.session.add(config)
-        db.session.flush()
-        before = _empty()
-    else:
-        before = snapshot(config)
-    config.sections = _clean(body.get("sections"))
-    config.tools = _clean(body.get("tools"))
-    config.voice = body.get("voice")
-    config.agent_type = body.get("agent_type") or "generic"
-    config.business_category = body.get("business_category")
-    config.notifications = _clean(body.get("notifications"))
+        config = _new_config(organization_id, member)
+        _expect(config, expected_version)  # another first save won meanwhile
+    created = config.version == 0
+    before = _empty() if created else snapshot(config)
+    config.sections = _clean(values["sections"])
+    config.tools = _clean(values["tools"])
+    config.voice = values["voice"]
+    config.agent_type = values["agent_type"] or DEFAULT_AGENT_TYPE
+    config.business_category = values["business_category"]
+    config.notifications = _clean(values["notifications"])
     config.call_transfers = transfers
-    _record(config, before, action="create" if created else "replace", changed_by=changed_by)
+    _record(config, member, before, action="create" if created else "replace", changed_by=changed_by)
     db.session.flush()  # the answer shows the new version and updated_at
     return config, created
 
 
 def update_config(
-    organization_id: uuid.UUID, agent_id: str, fields: dict[str, Any], *, changed_by: str
+    organization_id: uuid.UUID,
+    agent_id: str,
+    changes: AgentConfigChanges,
+    *,
+    changed_by: str,
+    expected_version: int | None = None,
 ) -> AgentConfig:
     """PATCH: only the fields sent. Sections, tools and notifications merge by key (a key sent as null
     is removed); the other fields are replaced, and ``agent_type`` sent as null returns to ``generic``."""
-    config = get_config(organization_id, agent_id)
+    changes = check(changes)
+    member = _agent_member(organization_id, agent_id)
+    config = _config_of(member, lock=True)
+    if config is None:
+        raise not_found("Agent configuration")
+    _expect(config, expected_version)
+    fields = changes.values()
     before = snapshot(config)
     for name in ("sections", "tools", "notifications"):
         if name in fields and fields[name] is not None:
@@ -248,16 +319,16 @@ def update_config(
             setattr(config, name, {})
     if "call_transfers" in fields:
         transfers = fields["call_transfers"] or []
-        _validate_targets(organization_id, transfers)
+        check_targets(organization_id, transfers)
         config.call_transfers = transfers
     if "voice" in fields:
         config.voice = fields["voice"]
     if "agent_type" in fields:
-        config.agent_type = fields["agent_type"] or "generic"
+        config.agent_type = fields["agent_type"] or DEFAULT_AGENT_TYPE
     if "business_category" in fields:
         config.business_category = fields["business_category"]
     if diff(before, snapshot(config)):
-        _record(config, before, action="update", changed_by=changed_by)
+        _record(config, member, before, action="update", changed_by=changed_by)
     db.session.flush()  # the answer shows the new version and updated_at
     return config
 
@@ -275,9 +346,20 @@ def list_versions(
 
 
 def restore_version(
-    organization_id: uuid.UUID, agent_id: str, version: int, *, changed_by: str
+    organization_id: uuid.UUID,
+    agent_id: str,
+    version: int,
+    *,
+    changed_by: str,
+    expected_version: int | None = None,
 ) -> AgentConfig:
-    config = get_config(organization_id, agent_id)
+    """The configuration becomes version ``version``'s snapshot, recorded as a new version
+    (``expected_version``: the version the caller saw stored, as for the other changes)."""
+    member = _agent_member(organization_id, agent_id)
+    config = _config_of(member, lock=True)
+    if config is None:
+        raise not_found("Agent configuration")
+    _expect(config, expected_version)
     stored = db.session.scalar(
         select(AgentConfigVersion).where(
             AgentConfigVersion.config_id == config.id, AgentConfigVersion.version == version
@@ -287,14 +369,14 @@ def restore_version(
         raise not_found("Configuration version")
     before = snapshot(config)
     saved = stored.snapshot
-    _validate_targets(organization_id, saved.get("call_transfers") or [])
+    check_targets(organization_id, saved.get("call_transfers") or [])
     config.sections = saved.get("sections") or {}
     config.tools = saved.get("tools") or {}
     config.voice = saved.get("voice")
-    config.agent_type = saved.get("agent_type") or "generic"
+    config.agent_type = saved.get("agent_type") or DEFAULT_AGENT_TYPE
     config.business_category = saved.get("business_category")
     config.notifications = saved.get("notifications") or {}
     config.call_transfers = saved.get("call_transfers") or []
-    _record(config, before, action="restore", changed_by=changed_by, restored_from=version)
+    _record(config, member, before, action="restore", changed_by=changed_by, restored_from=version)
     db.session.flush()  # the answer shows the new version and updated_at
     return config

@@ -6,7 +6,8 @@ header, with Pause / Resume for supervisors), the organization's agents and each
 |---|---|
 | ``GET /inbox/c/<id>/ai`` | the header's badge (``ai/_state.html``), refetched on the AI events |
 | ``POST /inbox/c/<id>/ai/pause`` / ``resume`` | supervisors: ``handoff.pause`` / ``resume``, the badge |
-| ``GET /agents`` | the AI agents with their last run |
+| ``GET /agents`` | the AI agents with their last run (``agents.py``); ``POST /agents/new`` a new agent |
+| ``GET /agents/<agent_id>`` | the agent studio: configuration editor, versions (``studio.py``) |
 | ``GET /agents/<agent_id>/runs?outcome=`` | the runs log, newest first (``HX-Target: runs-pane``: the list) |
 | ``GET /agents/<agent_id>/runs/more?outcome=&after=<run id>`` | the next rows (keyset) |
 """
@@ -80,14 +81,6 @@ def resume(conversation_id: str) -> Response:
 # ------------------------------------------------------------------------------------ agents and runs
 
 
-@pages.get("/agents")
-@require_role("supervisor")
-def agents_page() -> Response:
-    me = signed_in()
-    rows = views.agents_overview(me.organization_id)
-    return _vary(make_response(render_template("ai/agents.html", me=me, rows=rows)))
-
-
 def _agent(me: DeskUser, agent_id: str) -> Any:
     agent = views.find_agent(me.organization_id, agent_id)
     if agent is None:
@@ -136,3 +129,7 @@ def more_runs(agent_id: str) -> Response:
 
 
 refuse_with_alerts(pages)  # a refusal of the AI verbs (pause, resume): an alert where the person looks
+
+# The other pages of the area (agents.py, studio.py, knowledge.py, test_chat.py) put their routes on
+# ``pages`` when imported; blueprints/ai/__init__.py imports them before registering it (importing them
+# from here would make each module and this package import each other).

@@ -1,0 +1,13 @@
+"""Voice: numbers, calls, the Twilio adapter and its status callbacks, the simulator (docs/voice.md)."""
+
+from flask import Flask
+
+
+def init_app(app: Flask) -> None:
+    # Imported when the app is built, not when a module of the area is: importing
+    # blueprints.voice.x runs this package's __init__ first, and its API imports the whole area.
+    from blueprints.voice.api import api
+    from blueprints.voice.webhooks import webhooks
+
+    app.register_api(api)  # type: ignore[attr-defined]
+    app.register_blueprint(webhooks)

@@ -1,0 +1,65 @@
+"""A call's lifecycle: status reports applied idempotently and never backwards (docs/voice.md, "States").
+
+Used by the Twilio status callbacks and the simulator alike: a report carries the provider's sequence
+number; one not above the last applied is a duplicate or late and changes nothing; a newer one moves the
+call only forward (queued < ringing < in_progress < terminal), and a terminal call never changes."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from blueprints.voice.models import RANK, TERMINAL, Call
+from blueprints.voice.provider import StatusUpdate
+from blueprints.voice.schemas import CallOut
+from core import events
+from core.db import utcnow
+
+EVENT = "call.updated"
+
+
+def publish(call: Call) -> None:
+    events.publish(EVENT, call.organization_id, {"call": CallOut.dump(call)})
+
+
+def apply_update(call: Call, update: StatusUpdate) -> bool:
+    """Apply one report to ``call``; True when the call changed (and ``call.updated`` was published)."""
+    if update.status is None:
+        return False
+    if update.sequence >= 0:
+        if update.sequence <= call.last_sequence_number:
+            return False
+        call.last_sequence_number = update.sequence
+    if call.status in TERMINAL or RANK[update.status] <= RANK[call.status]:
+        return False
+    at = update.at or utcnow()
+    call.status = update.status
+    if update.status == "in_progress":
+        call.answered_at = call.answered_at or at
+    elif update.status in TERMINAL:
+        end(call, update.status, at=at, duration_seconds=update.duration_seconds)
+    if update.recording_url:
+        call.recording_url = update.recording_url
+    publish(call)
+    return True
+
+
+def end(
+    call: Call,
+    status: str,
+    *,
+    at: datetime | None = None,
+    duration_seconds: int | None = None,
+    reason: str | None = None,
+) -> None:
+    at = at or utcnow()
+    call.status = status
+    call.ended_at = at
+    call.ended_reason = reason or status
+    if duration_seconds is not None:
+        call.duration_seconds = duration_seconds
+        if call.answered_at is None and duration_seconds > 0:
+            call.answered_at = at - timedelta(seconds=duration_seconds)  # the answered report came late
+    elif call.answered_at is not None and status == "completed":
+        call.duration_seconds = max(0, int((at - call.answered_at).total_seconds()))
+    elif status != "completed":
+        call.duration_seconds = 0

@@ -1,0 +1,76 @@
+"""The voice area's tables: the organization's numbers and its calls (docs/voice.md)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ForeignKey, Index, Integer, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from core.db import JSONType, TimestampMixin, UUIDPrimaryKeyMixin, db
+
+PROVIDERS = ("twilio", "simulator")
+ENVS = ("live", "sandbox")
+DIRECTIONS = ("inbound", "outbound")
+TERMINAL = ("completed", "busy", "no_answer", "failed", "canceled")
+STATUSES = ("queued", "ringing", "in_progress", *TERMINAL)
+# A call never moves to a lower rank; a terminal call never changes (docs/voice.md, "States").
+RANK = {"queued": 0, "ringing": 1, "in_progress": 2, **{status: 3 for status in TERMINAL}}
+
+
+class VoiceNumber(UUIDPrimaryKeyMixin, TimestampMixin, db.Model):
+    """A number the organization calls from and is called on; unique in a store (one organization's)."""
+
+    __tablename__ = "voice_numbers"
+
+    organization_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("organizations.id", ondelete="CASCADE"), index=True
+    )
+    number: Mapped[str] = mapped_column(String(32), unique=True)
+    provider: Mapped[str] = mapped_column(String(16))
+    env: Mapped[str] = mapped_column(String(16), default="live")
+    account_sid: Mapped[str | None] = mapped_column(String(64), index=True)
+    auth_token_encrypted: Mapped[str | None] = mapped_column(Text)
+    # Who answers inbound calls: an AI member or a human member (member ids, no foreign key across areas).
+    agent_id: Mapped[str | None] = mapped_column(String(64))
+    member_id: Mapped[str | None] = mapped_column(String(64))
+
+    @property
+    def has_auth_token(self) -> bool:
+        return bool(self.auth_token_encrypted)
+
+
+class Call(UUIDPrimaryKeyMixin, TimestampMixin, db.Model):
+    """One call, inbound or outbound, with its lifecycle as the provider reported it."""
+
+    __tablename__ = "voice_calls"
+    __table_args__ = (Index("ix_voice_calls_organization_id_created_at", "organization_id", "created_at"),)
+
+    organization_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("organizations.id", ondelete="CASCADE"))
+    number_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("voice_numbers.id", ondelete="SET NULL"), index=True
+    )
+    direction: Mapped[str] = mapped_column(String(16))
+    from_number: Mapped[str] = mapped_column(String(32))
+    to_number: Mapped[str] = mapped_column(String(32))
+    status: Mapped[str] = mapped_column(String(16), default="queued")
+    provider: Mapped[str] = mapped_column(String(16))
+    provider_call_id: Mapped[str | None] = mapped_column(String(64), unique=True)
+    agent_id: Mapped[str | None] = mapped_column(String(64))
+    member_id: Mapped[str | None] = mapped_column(String(64))
+    contact_id: Mapped[str | None] = mapped_column(String(64), index=True)
+    campaign_id: Mapped[uuid.UUID | None] = mapped_column(index=True)
+    started_at: Mapped[datetime | None]
+    answered_at: Mapped[datetime | None]
+    ended_at: Mapped[datetime | None]
+    duration_seconds: Mapped[int | None] = mapped_column(Integer)
+    ended_reason: Mapped[str | None] = mapped_column(String(32))
+    recording_url: Mapped[str | None] = mapped_column(String(2048))
+    transcript: Mapped[list[Any]] = mapped_column(JSONType, default=list)
+    summary: Mapped[str | None] = mapped_column(Text)
+    transfer: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+    # The highest status-callback SequenceNumber applied (-1: none yet); later or equal ones are ignored.
+    last_sequence_number: Mapped[int] = mapped_column(Integer, default=-1)
+    call_metadata: Mapped[dict[str, Any]] = mapped_column("metadata", JSONType, default=dict)

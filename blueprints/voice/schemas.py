@@ -1,0 +1,194 @@
+"""Request and response models of the voice area: the validation, the OpenAPI shapes and the
+serialisers (``Model.dump(row)``)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from blueprints.voice.models import STATUSES, Call, VoiceNumber
+from core.db import isoformat
+from core.pagination import MAX_TAKE
+from core.validation import QueryModel, RequestModel
+
+Status = Literal["queued", "ringing", "in_progress", "completed", "busy", "no_answer", "failed", "canceled"]
+assert set(Status.__args__) == set(STATUSES)  # type: ignore[attr-defined]
+
+
+class OrgPath(BaseModel):
+    organization_id: str
+
+
+class NumberPath(OrgPath):
+    number_id: str
+
+
+class CallPath(OrgPath):
+    call_id: str
+
+
+# ---- numbers ----------------------------------------------------------------------------------------------
+
+
+class RoutesTo(BaseModel):
+    type: Literal["agent", "member", "default", "none"]
+    id: str | None = None
+
+
+class NumberOut(BaseModel):
+    id: str
+    organization_id: str
+    number: str
+    provider: str
+    env: str
+    account_sid: str | None
+    has_auth_token: bool
+    agent_id: str | None
+    member_id: str | None
+    routes_to: RoutesTo
+    created_at: str
+    updated_at: str
+
+    @classmethod
+    def dump(cls, number: VoiceNumber, default_agent: str | None = None) -> dict[str, Any]:
+        if number.agent_id:
+            routes = {"type": "agent", "id": number.agent_id}
+        elif number.member_id:
+            routes = {"type": "member", "id": number.member_id}
+        elif default_agent:
+            routes = {"type": "default", "id": default_agent}
+        else:
+            routes = {"type": "none", "id": None}
+        return {
+            "id": str(number.id),
+            "organization_id": str(number.organization_id),
+            "number": number.number,
+            "provider": number.provider,
+            "env": number.env,
+            "account_sid": number.account_sid,
+            "has_auth_token": number.has_auth_token,
+            "agent_id": number.agent_id,
+            "member_id": number.member_id,
+            "routes_to": routes,
+            "created_at": isoformat(number.created_at),
+            "updated_at": isoformat(number.updated_at),
+        }
+
+
+class NumberList(BaseModel):
+    data: list[NumberOut]
+    total: int
+    skip: int
+    take: int
+
+
+class NumberListQuery(QueryModel):
+    skip: int = Field(0, ge=0)
+    take: int = Field(20, ge=1, le=MAX_TAKE)
+
+
+class NumberPatch(RequestModel):
+    """Exactly one of ``agent_id`` (an AI member) or ``member_id`` (a human member); ``null`` clears."""
+
+    agent_id: str | None = Field(None, max_length=64)
+    member_id: str | None = Field(None, max_length=64)
+
+
+# ---- calls ------------------------------------------------------------------------------------------------
+
+
+class CallCreate(RequestModel):
+    to: str = Field(max_length=40, description="E.164, e.g. +525512345678")
+    from_number: str | None = Field(None, max_length=40, description="One of the organization's numbers")
+    agent_id: str | None = Field(None, max_length=64)
+    member_id: str | None = Field(None, max_length=64)
+    contact_id: str | None = Field(None, max_length=64)
+    metadata: dict[str, Any] | None = Field(None, max_length=50)
+
+
+class TranscriptEntry(BaseModel):
+    speaker: Literal["agent", "caller", "member"]
+    text: str
+    at_ms: int
+
+
+class CallOut(BaseModel):
+    model_config = {"populate_by_name": True}
+
+    id: str
+    organization_id: str
+    direction: Literal["inbound", "outbound"]
+    from_: str = Field(alias="from")
+    to: str
+    status: Status
+    provider: str
+    provider_call_id: str | None
+    number_id: str | None
+    agent_id: str | None
+    member_id: str | None
+    contact_id: str | None
+    campaign_id: str | None
+    started_at: str | None
+    answered_at: str | None
+    ended_at: str | None
+    duration_seconds: int | None
+    ended_reason: str | None
+    recording_url: str | None
+    transcript: list[TranscriptEntry]
+    summary: str | None
+    transfer: dict[str, Any] | None
+    metadata: dict[str, Any]
+    created_at: str
+    updated_at: str
+
+    @classmethod
+    def dump(cls, call: Call) -> dict[str, Any]:
+        return {
+            "id": str(call.id),
+            "organization_id": str(call.organization_id),
+            "direction": call.direction,
+            "from": call.from_number,
+            "to": call.to_number,
+            "status": call.status,
+            "provider": call.provider,
+            "provider_call_id": call.provider_call_id,
+            "number_id": str(call.number_id) if call.number_id else None,
+            "agent_id": call.agent_id,
+            "member_id": call.member_id,
+            "contact_id": call.contact_id,
+            "campaign_id": str(call.campaign_id) if call.campaign_id else None,
+            "started_at": isoformat(call.started_at),
+            "answered_at": isoformat(call.answered_at),
+            "ended_at": isoformat(call.ended_at),
+            "duration_seconds": call.duration_seconds,
+            "ended_reason": call.ended_reason,
+            "recording_url": call.recording_url,
+            "transcript": list(call.transcript or []),
+            "summary": call.summary,
+            "transfer": call.transfer,
+            "metadata": dict(call.call_metadata or {}),
+            "created_at": isoformat(call.created_at),
+            "updated_at": isoformat(call.updated_at),
+        }
+
+
+class CallList(BaseModel):
+    data: list[CallOut]
+    total: int
+    skip: int
+    take: int
+
+
+class CallListQuery(QueryModel):
+    direction: Literal["inbound", "outbound"] | None = None
+    status: Status | None = None
+    agent_id: str | None = Field(None, max_length=64)
+    member_id: str | None = Field(None, max_length=64)
+    contact_id: str | None = Field(None, max_length=64)
+    campaign_id: str | None = Field(None, max_length=64)
+    since: datetime | None = None
+    until: datetime | None = None
+    skip: int = Field(0, ge=0)
+    take: int = Field(20, ge=1, le=MAX_TAKE)

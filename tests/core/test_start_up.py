@@ -1,0 +1,76 @@
+"""What start-up builds: the sandbox app on first use, Alembic only for a migration command."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from app import create_app
+from core.config import PROJECT_ROOT
+from core.environments import LIVE, SANDBOX, built_environments, environment_app
+
+
+def test_the_sandbox_is_built_by_its_first_request(app_config: dict[str, Any]) -> None:
+    fresh = create_app(app_config)
+    assert built_environments(fresh) == (LIVE,)
+    response = fresh.test_client().get("/sandbox/healthz")
+    assert response.status_code == 200
+    assert built_environments(fresh) == (LIVE, SANDBOX)
+    sandbox = environment_app(fresh, SANDBOX)
+    assert sandbox.config["AGENTDESK_ENV"] == SANDBOX
+    assert environment_app(sandbox, LIVE) is fresh  # each finds its sibling
+
+
+def test_threads_asking_at_once_build_one_sandbox(app_config: dict[str, Any]) -> None:
+    fresh = create_app(app_config)
+    found: list[Any] = []
+    threads = [
+        threading.Thread(target=lambda: found.append(environment_app(fresh, SANDBOX))) for _ in range(4)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(found) == 4 and len({id(app) for app in found}) == 1
+
+
+def test_a_server_builds_both_before_it_listens(app_config: dict[str, Any]) -> None:
+    assert built_environments(create_app(app_config, warm=True)) == (LIVE, SANDBOX)
+
+
+def test_a_command_on_live_data_loads_no_alembic_and_no_sandbox(tmp_path: Path) -> None:
+    """The ``flask`` command loads every installed plugin before running any command: no plugin may pull
+    in Alembic (Flask-Migrate did, for every command)."""
+    environment = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in {"DATABASE_URL", "SANDBOX_DATABASE_URL", "REDIS_URL", "JOBS_MODE"}
+    }
+    environment |= {"INSTANCE_PATH": str(tmp_path), "LOG_LEVEL": "ERROR"}
+    flask = [sys.executable, "-m", "flask", "--app", "app"]
+    subprocess.run([*flask, "setup"], cwd=PROJECT_ROOT, env=environment, check=True, capture_output=True)
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "flask", "--app", "app", "orgs", "list"],
+        cwd=PROJECT_ROOT,
+        env=environment,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line}
+    assert "app" in imported and "blueprints.crm.models" in imported  # the measurement saw the app
+    assert not {name for name in imported if name.split(".")[0] in {"alembic", "flask_migrate"}}
+
+
+def test_db_commands_report_each_store(tmp_path: Path, app_config: dict[str, Any]) -> None:
+    app = create_app({**app_config, "INSTANCE_PATH": str(tmp_path)})
+    runner = app.test_cli_runner()
+    heads = runner.invoke(args=["db", "heads"])
+    assert heads.exit_code == 0, heads.output
+    assert "crm_" in heads.output and "(head)" in heads.output
+    unknown = runner.invoke(args=["db", "downgrade", "no_such_revision"])
+    assert unknown.exit_code != 0 and "no_such_revision" in unknown.output

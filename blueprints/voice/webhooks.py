@@ -1,7 +1,6 @@
 """``/webhooks/twilio/voice/status``: Twilio's status callbacks, form-encoded and signed.
 
-The signature is checked before anything changes: ``X-Twilio-Signature`` with the ``twilio`` package's
-``RequestValidator``, keyed with the auth token of the number whose call the ``CallSid`` names, over the
+The signature is checked before anything changes: ``X-Twilio-Signature`` (``signatures``), keyed with the auth token of the number whose call the ``CallSid`` names, over the
 URL built from ``PUBLIC_BASE_URL`` (behind a proxy the request's own URL is not the one Twilio signed) and
 the form. A missing or bad signature, or a call we do not know, is 403 and changes nothing. A verified
 report is applied idempotently by ``SequenceNumber`` and never moves a call backwards (``lifecycle``);
@@ -12,9 +11,8 @@ from __future__ import annotations
 import logging
 
 from flask import Blueprint, Response, current_app, request
-from twilio.request_validator import RequestValidator
 
-from blueprints.voice import twilio
+from blueprints.voice import signatures, twilio
 from blueprints.voice.provider import ProviderError
 from blueprints.voice.services import calls
 from core.errors import ApiError
@@ -44,7 +42,7 @@ def status() -> Response:
         token = twilio.auth_token(number)
     except ProviderError:
         raise ApiError(403, "Invalid signature") from None
-    if not RequestValidator(token).validate(public_url(), form, signature):
+    if not signatures.is_valid(token, public_url(), form, signature):
         raise ApiError(403, "Invalid signature")
     calls.apply_status(call, twilio.provider().parse_status(form))
     return Response(status=204)

@@ -6,6 +6,9 @@ the application context of the environment (live or sandbox) that enqueued it, s
 In the embedded mode the server process consumes the queue in two worker threads (``flask serve``);
 with Redis, run ``flask --app app jobs worker`` as its own process.
 
+The queue is made on first use, not by ``init_app``: Huey's import pulls in its Redis and PostgreSQL
+storages (about 0.2 s), which a CLI command that queues nothing should not pay (docs/benchmarks.md).
+
 The queue is named by ``JOBS_QUEUE_NAME`` (default: ``SOCKETIO_CHANNEL``, or ``agentdesk`` for the
 default channel): a worker consumes only the queue of its own deployment, even on a Redis shared with
 others.
@@ -14,21 +17,25 @@ others.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flask import Flask, current_app
-from huey import Huey, MemoryHuey, RedisHuey, SqliteHuey, crontab
-from huey.consumer import Consumer
 
 from core import uow
 from core.config import jobs_queue_name
 from core.environments import ENVIRONMENTS, current_environment, in_environment
 
+if TYPE_CHECKING:
+    from huey import Huey
+    from huey.consumer import Consumer
+
 log = logging.getLogger(__name__)
 
 _huey: Huey | None = None
+_making = threading.Lock()
 _app: Flask | None = None
 _registry: dict[str, Job] = {}
 
@@ -61,15 +68,13 @@ class Job:
         """Queue the job once the caller's unit of work has committed (never when it rolls back), so the
         job reads what the caller wrote. Outside a transaction it is queued now and its result returned."""
         if self._task is None:
-            raise RuntimeError(f"job {self.name} enqueued before jobs.init_app()")
+            queue()  # makes the queue and binds every declared job to it
         task, environment = self._task, current_environment()
         return uow.after_commit(lambda: task(environment, *args, **kwargs))
 
     def schedule(self, delay: float, *args: Any, **kwargs: Any) -> None:
         """Enqueue to run after ``delay`` seconds (after commit, like :meth:`enqueue`); inline mode (tests)
         runs it at once."""
-        if self._task is None:
-            raise RuntimeError(f"job {self.name} scheduled before jobs.init_app()")
         if queue().immediate:
             self.enqueue(*args, **kwargs)
             return
@@ -115,6 +120,8 @@ def periodic(minute: str = "*", name: str | None = None) -> Callable[[Callable[[
 
 
 def _bind_periodic(huey: Huey, name: str, fn: Callable[[], Any], minute: str) -> None:
+    from huey import crontab  # with the queue, on first use (module docstring)
+
     def run_everywhere() -> None:
         if _app is None:
             return
@@ -135,6 +142,8 @@ def queue_name(app: Flask) -> str:
 
 
 def _make_huey(app: Flask) -> Huey:
+    from huey import MemoryHuey, RedisHuey, SqliteHuey  # on first use (module docstring)
+
     mode = app.config.get("JOBS_MODE", "embedded")
     name = queue_name(app)
     if mode == "inline":
@@ -150,31 +159,33 @@ def _make_huey(app: Flask) -> Huey:
 
 
 def init_app(app: Flask) -> None:
-    """Bind every declared job to the queue chosen by ``JOBS_MODE`` (inline, embedded or redis)."""
+    """Jobs of this app go to the queue chosen by ``JOBS_MODE`` (inline, embedded or redis), made when
+    first used."""
     global _huey, _app
-    _app = app
-    _huey = _make_huey(app)
-    for declared in _registry.values():
-        declared.bind(_huey)
-    for name, (fn, minute) in _periodic.items():
-        _bind_periodic(_huey, name, fn, minute)
-    app.extensions["agentdesk.huey"] = _huey
+    with _making:
+        _app, _huey = app, None
+        for declared in _registry.values():
+            declared._task = None  # bound again to this app's queue when it is made
 
 
 def queue() -> Huey:
-    if _huey is None:
-        raise RuntimeError("jobs.init_app() has not run")
-    return _huey
+    """This app's queue, made (and every declared job bound to it) on first use."""
+    global _huey
+    with _making:
+        if _huey is None:
+            if _app is None:
+                raise RuntimeError("jobs.init_app() has not run")
+            huey = _make_huey(_app)
+            for declared in _registry.values():
+                declared.bind(huey)
+            for name, (fn, minute) in _periodic.items():
+                _bind_periodic(huey, name, fn, minute)
+            _app.extensions["agentdesk.huey"] = huey
+            _huey = huey
+        return _huey
 
 
 EMBEDDED_POLL_SECONDS = 0.25
-
-
-class _ThreadConsumer(Consumer):
-    """A consumer that lives inside the web server process: no signal handlers of its own."""
-
-    def _set_signal_handlers(self) -> None:
-        return None
 
 
 def start_embedded_consumer(workers: int = 2) -> Consumer | None:
@@ -184,7 +195,15 @@ def start_embedded_consumer(workers: int = 2) -> Consumer | None:
     # Polled every 0.25 s at most when idle (huey's default backs off to 10 s): simulated replies and the
     # events other processes relay to this server's Socket.IO clients (core.realtime) arrive promptly,
     # and an idle poll of the SQLite queue is one indexed read.
-    consumer = _ThreadConsumer(huey, workers=workers, worker_type="thread", max_delay=EMBEDDED_POLL_SECONDS)
+    from huey.consumer import Consumer  # with the queue, on first use (module docstring)
+
+    class ThreadConsumer(Consumer):
+        """A consumer that lives inside the web server process: no signal handlers of its own."""
+
+        def _set_signal_handlers(self) -> None:
+            return None
+
+    consumer = ThreadConsumer(huey, workers=workers, worker_type="thread", max_delay=EMBEDDED_POLL_SECONDS)
     consumer.start()
     log.info("job consumer started with %d threads", workers)
     return consumer

@@ -13,6 +13,7 @@ from typing import Any
 from flask import request
 from flask_openapi3 import APIBlueprint, Info, OpenAPI, Tag
 from pydantic import BaseModel
+from werkzeug.routing import Rule
 
 from core import uow
 from core.errors import ApiError, format_for_path, status_name
@@ -139,6 +140,24 @@ class AreaAPI(APIBlueprint):
                 super()._collect_openapi_info(rule, func, doc_ui=True, **kwargs)
 
 
+class LazyBuildRule(Rule):
+    """A URL rule whose ``url_for`` builders are generated when first used.
+
+    Werkzeug writes and compiles two Python functions per rule when the rule is added (``ast`` and
+    ``compile``): for our ~350 rules about a fifth of ``create_app()``, which a CLI command or a worker
+    pays without ever building a URL. Matching is unaffected (it uses the rule's parts, not these)."""
+
+    def _compile_builder(self, append_unknown: bool = True) -> Any:
+        compiled: list[Any] = []
+
+        def build(rule: Rule, *args: Any, **kwargs: Any) -> tuple[str, str]:
+            if not compiled:  # two threads may both compile it: same function, no harm
+                compiled.append(Rule._compile_builder(rule, append_unknown).__get__(rule, None))
+            return compiled[0](*args, **kwargs)  # type: ignore[no-any-return]
+
+        return build
+
+
 class AgentDeskOpenAPI(OpenAPI):
     """flask-openapi3's app, with two additions:
 
@@ -148,6 +167,8 @@ class AgentDeskOpenAPI(OpenAPI):
     - path items merge when two areas publish methods on one path (the messaging area's GET of a
       conversation and the inbox's PATCH/DELETE); the library would keep only the last.
     """
+
+    url_rule_class = LazyBuildRule
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -73,7 +73,9 @@ def test_embedded_queue_carries_the_name(app_config: dict[str, Any], tmp_path: P
     embedded = create_app(
         {**app_config, "SOCKETIO_CHANNEL": CHANNEL_A, "JOBS_MODE": "embedded", "INSTANCE_PATH": str(tmp_path)}
     )
-    queue = embedded.extensions["agentdesk.huey"]
+    assert "agentdesk.huey" not in embedded.extensions  # made on first use, not by create_app
+    queue = jobs.queue()
+    assert embedded.extensions["agentdesk.huey"] is queue
     assert queue.name == CHANNEL_A and queue.storage.name == CHANNEL_A  # the rows' "queue" column
     assert Path(queue.storage.filename) == tmp_path / "jobs.db"
 
@@ -116,7 +118,7 @@ class TestSharedRedis:
         tmp_path: Path,
         channel_b: str,
     ) -> None:
-        queue_a = app.extensions["agentdesk.huey"]
+        queue_a = jobs.queue()
         queue_a.flush()
         token = uuid.uuid4().hex
         with app.app_context():
@@ -125,8 +127,8 @@ class TestSharedRedis:
 
         # Deployment B: same Redis database, its own channel; building it binds the jobs to its queue.
         other = create_app({**app_config, "SOCKETIO_CHANNEL": channel_b})
-        queue_b = other.extensions["agentdesk.huey"]
-        assert jobs.queue() is queue_b
+        queue_b = jobs.queue()
+        assert queue_b is not queue_a and other.extensions["agentdesk.huey"] is queue_b
         try:
             worker_b = jobs.start_embedded_consumer(workers=1)
             assert worker_b is not None

@@ -1723,9 +1723,10 @@ document.addEventListener("change", function (evt) {
 // Agent studio: the configuration editor (#studio-form). Edits mark the form dirty ("Unsaved edits", a
 // warning before leaving the page, only while dirty); the server's answer to Save replaces the form (a
 // saved form is clean, a refused or conflicting one keeps what was typed and stays dirty) and opens the
-// tab of the refused field. Prompt sections: add, rename (the textarea's name follows: sections.<name>),
-// remove, reorder by drag (SortableJS, the grip) or by the Move up / Move down buttons, a character
-// count. Call-transfer rules: add (from the template, the next index) and remove. A version saved
+// tab of the refused field. Prompt sections: add, rename (the textarea's name follows: sections.<name>,
+// and so does the card's hidden section_order input), remove, reorder by drag (SortableJS, the grip) or by
+// the Move up / Move down buttons (the hidden inputs move with their cards, so the form posts the order
+// shown and the preview follows it), a character count. Call-transfer rules: add (from the template, the next index) and remove. A version saved
 // elsewhere (agent_config.updated) is announced, never swapped in: the form stays as typed.
 (function () {
   "use strict";
@@ -1814,8 +1815,12 @@ document.addEventListener("change", function (evt) {
   function renameSection(input) {
     const card = input.closest("[data-studio-section]");
     const textarea = card && card.querySelector("textarea");
+    const order = card && card.querySelector("[data-studio-order]");
     if (textarea) {
       textarea.name = "sections." + input.value.trim();
+    }
+    if (order) {
+      order.value = input.value.trim(); // the order the form posts names the section as renamed
     }
   }
 
@@ -1848,6 +1853,10 @@ document.addEventListener("change", function (evt) {
       textarea.setAttribute("aria-describedby", count.id);
     }
     card.querySelector("[data-studio-section-name]").value = name;
+    const order = card.querySelector("[data-studio-order]");
+    if (order) {
+      order.value = name;
+    }
     list.appendChild(card);
     input.value = "";
     updateMoves();

@@ -37,6 +37,7 @@ from blueprints.ai.schemas import (
     RunQuery,
 )
 from blueprints.inbox.services.common import conversation_or_404
+from blueprints.members.agent_config import check_section_order
 from blueprints.members.services import agents
 from blueprints.messaging.models import Conversation
 from core import auth
@@ -149,6 +150,8 @@ def test_agent(path: AgentPath, body: PlaygroundRequest) -> dict[str, Any]:
     config = body.config.model_dump(exclude_unset=True) if body.config is not None else None
     if config is not None and body.config is not None:
         config["sections"] = body.config.sections.sent()
+        # as POST agent-config: an order names sections of this configuration
+        check_section_order(config.get("section_order"), config["sections"])
     result = playground.run_test(
         _org(), path.agent_id, [m.model_dump() for m in body.messages], config, body.service
     )

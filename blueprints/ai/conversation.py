@@ -48,6 +48,8 @@ class AgentSetup:
     tools: dict[str, Any]
     call_transfers: list[dict[str, Any]]
     version: int | None
+    # the text sections' order for the prompt ([]: the default order)
+    section_order: list[str] = field(default_factory=list)
 
     @property
     def chat(self) -> dict[str, Any]:
@@ -75,6 +77,7 @@ def agent_setup(organization_id: uuid.UUID, agent_id: str | None) -> AgentSetup 
         tools=dict(config.tools or {}),
         call_transfers=list(config.call_transfers or []),
         version=config.version,
+        section_order=list(config.section_order or []),
     )
 
 
@@ -116,7 +119,9 @@ def chat_messages(
 ) -> list[dict[str, Any]]:
     """The model's messages: the system prompt (``prompt.py``'s documented order), the context, then
     the turns being answered."""
-    system = prompt.system_prompt(setup.sections, setup.enabled, setup.call_transfers, facts)
+    system = prompt.system_prompt(
+        setup.sections, setup.enabled, setup.call_transfers, facts, setup.section_order
+    )
     return [{"role": "system", "content": system}, *(t.as_chat() for t in [*context, *question])]
 
 

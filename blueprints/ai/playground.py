@@ -47,6 +47,7 @@ def _setup(organization_id: uuid.UUID, agent_id: str, config: dict[str, Any] | N
         tools={k: v for k, v in (config.get("tools") or {}).items() if v is not None},
         call_transfers=list(config.get("call_transfers") or []),
         version=None,
+        section_order=list(config.get("section_order") or []),
     )
 
 
@@ -104,7 +105,11 @@ def run_test(
             parts, [answer.tool_call(question)], offline.OFFLINE_MODEL, latency, "answered"
         )
     system = prompt.system_prompt(
-        setup.sections, setup.enabled, setup.call_transfers, prompt.ConversationFacts(service, None, utcnow())
+        setup.sections,
+        setup.enabled,
+        setup.call_transfers,
+        prompt.ConversationFacts(service, None, utcnow()),
+        setup.section_order,
     )
     messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
     for item in [*earlier, *burst]:

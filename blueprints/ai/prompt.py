@@ -2,12 +2,14 @@
 
 System message, in this order (each part only when present; headings in English, texts as configured):
 
-1. ``identity``, ``rules``, ``tone``, ``knowledge``, ``escalation``, ``closing`` (the common sections);
-2. every other section, by name (alphabetical; ``chat`` holds parameters, never text);
-3. ``Tools``: one line of guidance per *enabled* tool;
-4. ``Transfers``: the ``call_transfers`` rules (name, condition, announce message) when
+1. the text sections in the configuration's ``section_order`` (what a supervisor set in the studio); the
+   sections it does not name follow in the default order: ``identity``, ``rules``, ``tone``,
+   ``knowledge``, ``escalation``, ``closing`` (the common sections), then every other section by name
+   (alphabetical; ``chat`` holds parameters, never text). A section with blank text is left out;
+2. ``Tools``: one line of guidance per *enabled* tool;
+3. ``Transfers``: the ``call_transfers`` rules (name, condition, announce message) when
    ``transfer_to_human`` is enabled, so the model can name the rule whose condition holds;
-5. ``Conversation``: the channel, the contact's name and the current time (UTC).
+4. ``Conversation``: the channel, the contact's name and the current time (UTC).
 
 Then the history (``context_messages`` previous messages within ``context_days``; none when
 ``context_messages`` is 0), incoming messages as ``user`` and outgoing ones as ``assistant``, and last the
@@ -20,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from blueprints.members.agent_config import COMMON_SECTIONS, chat_settings
+from blueprints.members.agent_config import COMMON_SECTIONS, chat_settings, effective_section_order
 
 # The configuration's rules (section names, chat parameters and their defaults) are the members area's
 # (blueprints/members/agent_config.py); the prompt only reads them.
@@ -46,14 +48,14 @@ def chat_parameters(sections: dict[str, Any]) -> dict[str, Any]:
     return chat_settings(sections)
 
 
-def ordered_sections(sections: dict[str, Any]) -> list[tuple[str, str]]:
-    """(name, text) of the text sections in the documented order."""
-    texts = {name: value for name, value in sections.items() if name != "chat" and isinstance(value, str)}
-    first = [(name, texts[name]) for name in SECTION_ORDER if texts.get(name, "").strip()]
-    rest = [
-        (name, texts[name]) for name in sorted(texts) if name not in SECTION_ORDER and texts[name].strip()
+def ordered_sections(sections: dict[str, Any], order: list[str] | None = None) -> list[tuple[str, str]]:
+    """(name, text) of the text sections with text, in ``order`` (the configuration's ``section_order``)
+    and then the documented default order (``agent_config.effective_section_order``)."""
+    return [
+        (name, sections[name])
+        for name in effective_section_order(sections, order)
+        if str(sections[name]).strip()
     ]
-    return first + rest
 
 
 @dataclass(frozen=True)
@@ -68,9 +70,10 @@ def system_prompt(
     enabled_tools: list[str],
     call_transfers: list[dict[str, Any]],
     facts: ConversationFacts | None,
+    section_order: list[str] | None = None,
 ) -> str:
     parts: list[str] = []
-    for name, value in ordered_sections(sections):
+    for name, value in ordered_sections(sections, section_order):
         heading = _HEADINGS.get(name) or name.replace("_", " ").replace("-", " ").capitalize()
         parts.append(f"## {heading}\n{value.strip()}")
     if enabled_tools:

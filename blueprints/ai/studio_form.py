@@ -3,7 +3,9 @@
 Every field of the studio's form is named by its configuration path, as the API's refusals name it:
 ``sections.identity``, ``sections.chat.temperature``, ``tools.create_ticket.enabled``,
 ``notifications.end_of_call.email``, ``call_transfers.0.target``, ``voice``, ``agent_type``,
-``business_category``. :func:`config_from_form` turns such a form into the configuration in the wire's
+``business_category``, and ``section_order`` (one hidden input per section card, in the cards' order: the
+drag and the Move up / Move down buttons move the cards, so the form posts the order shown).
+:func:`config_from_form` turns such a form into the configuration in the wire's
 shape (what ``POST agent-config`` and the playground's ``config`` take). It reads and converts, and
 checks nothing: the rules are the members area's (``blueprints.members.agent_config.parse``), so a value
 the rules refuse (``1.5`` for the temperature, ``abc`` for a number) is handed over as typed and refused
@@ -18,6 +20,8 @@ Form conventions:
   webhook and a trigger without targets are left out;
 - a call-transfer row is ``call_transfers.<n>.<field>``; rows go in the order of ``n``, a row left
   entirely empty is dropped, an empty ``announce_message`` is left out;
+- ``section_order`` values are read in the form's order (empty ones left out); without any, the
+  configuration has no ``section_order`` (the default order);
 - ``voice`` and ``business_category`` left empty are null; ``agent_type`` left empty is left out
   (``generic``).
 
@@ -111,6 +115,8 @@ def config_from_form(form: Mapping[str, Any] | MultiDict[str, str]) -> dict[str,
             config[name] = value.strip() or None
         elif name == "agent_type" and value.strip():
             config[name] = value.strip()
+        elif name == "section_order":
+            config[name] = [item.strip() for item in form.getlist(name) if item.strip()]
     if chat:
         sections["chat"] = chat
     rules = []

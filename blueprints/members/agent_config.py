@@ -12,7 +12,9 @@ Both are frozen dataclasses in the wire's field names, each field annotated with
 whoever built it (every verb does), and both refuse with a :class:`Refusal`: the API's status and
 message, a stable ``code`` and the field path (``param``) it concerns. Whether a call transfer's member
 target exists needs the database: :func:`check_targets` (also run by :func:`parse` / :func:`check` when
-given the organization).
+given the organization). Whether ``section_order`` names only sections needs the sections: a draft's are
+its own (checked by :func:`parse` / :func:`check`), a PATCH's are those merged by the verb
+(:func:`check_section_order`).
 
 A page that edits a configuration also sends the version it started from (``expected_version``); a verb
 that finds another version stored refuses with ``version_conflict`` (412), whose ``detail`` says which
@@ -42,6 +44,7 @@ from blueprints.members.agent_config_rules import (
     CODES,
     COMMON_SECTIONS,
     DEFAULT_AGENT_TYPE,
+    MAX_SECTION_ORDER,
     MAX_TARGETS,
     MAX_TRANSFERS,
     NOTIFICATION_CHANNELS,
@@ -61,13 +64,16 @@ from blueprints.members.agent_config_rules import (
     Notifications,
     NotificationTargets,
     Refusal,
+    SectionOrder,
     Sections,
     Tools,
     ToolSetting,
     Voice,
     chat_settings,
+    effective_section_order,
     effective_sections,
     refusal_from,
+    section_order_refused,
     target_type,
     version_conflict,
 )
@@ -80,6 +86,7 @@ __all__ = [
     "CODES",
     "COMMON_SECTIONS",
     "DEFAULT_AGENT_TYPE",
+    "MAX_SECTION_ORDER",
     "MAX_TARGETS",
     "MAX_TRANSFERS",
     "NOTIFICATION_CHANNELS",
@@ -103,7 +110,9 @@ __all__ = [
     "Unset",
     "chat_settings",
     "check",
+    "check_section_order",
     "check_targets",
+    "effective_section_order",
     "effective_sections",
     "given",
     "parse",
@@ -135,6 +144,7 @@ class AgentConfigDraft:
     business_category: BusinessCategory | None = None
     notifications: Notifications | None = None
     call_transfers: CallTransfers | None = None
+    section_order: SectionOrder | None = None
     sections: Sections
     agent_type: AgentType = DEFAULT_AGENT_TYPE
 
@@ -153,6 +163,7 @@ class AgentConfigChanges:
     business_category: BusinessCategory | Unset | None = UNSET
     notifications: Notifications | Unset | None = UNSET
     call_transfers: CallTransfers | Unset | None = UNSET
+    section_order: SectionOrder | Unset | None = UNSET
     sections: Sections | Unset | None = UNSET
     agent_type: AgentType | Unset | None = UNSET
 
@@ -246,6 +257,7 @@ def check(config: C, *, organization_id: uuid.UUID | None = None) -> C:
             continue
         values[field.name] = _check_field(type(config), field.name, value)
     checked = replace(config, **values) if values else config
+    _check_draft_order(checked)
     if organization_id is not None and given(checked.call_transfers):
         check_targets(organization_id, checked.call_transfers)
     return checked
@@ -265,9 +277,25 @@ def parse(cls: type[C], values: Mapping[str, Any], *, organization_id: uuid.UUID
         elif field.default is MISSING and field.default_factory is MISSING:
             raise Refusal(400, f"{field.name}: Field required", code="value_required", param=field.name)
     config = cls(**checked)
+    _check_draft_order(config)
     if organization_id is not None and given(config.call_transfers):
         check_targets(organization_id, config.call_transfers)
     return config
+
+
+def check_section_order(order: list[str] | None, sections: Mapping[str, Any]) -> None:
+    """Every name of ``order`` must be a text section of ``sections`` (the configuration's sections as
+    they will be stored): ``section_order_unknown`` under ``section_order.<n>`` otherwise."""
+    refused = section_order_refused(order or [], sections)
+    if refused is not None:
+        raise refused
+
+
+def _check_draft_order(config: AgentConfigDraft | AgentConfigChanges) -> None:
+    """A whole configuration carries its sections, so its order is checked against them here; a PATCH's
+    order is checked by the verb against the sections it merges (``agents.update_config``)."""
+    if isinstance(config, AgentConfigDraft) and config.section_order:
+        check_section_order(config.section_order, _json(config.sections))
 
 
 def check_targets(organization_id: uuid.UUID, transfers: Iterable[CallTransfer | Mapping[str, Any]]) -> None:

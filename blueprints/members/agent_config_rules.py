@@ -21,7 +21,15 @@ from typing import Annotated, Any, Literal
 
 from email_validator import EmailNotValidError, validate_email
 from flask import current_app, has_app_context
-from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    create_model,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from blueprints.members.models import MEMBER_ID_PATTERN
@@ -173,6 +181,68 @@ class Sections(BaseModel):
     def texts(self) -> dict[str, str | None]:
         """The text sections by name (``chat`` left out)."""
         return dict(self.__pydantic_extra__ or {})
+
+
+# ------------------------------------------------------------------------------------ section order
+
+# ``section_order``: the text sections' names in the order the prompt gives them (a top-level field, not a
+# key of ``sections``: every name there is a section a supervisor may use, ``order`` included). Names not
+# in it follow in the default order: the common sections as listed above, then the others by name.
+MAX_SECTION_ORDER = 200
+
+
+def checked_section_order(value: list[str]) -> list[str]:
+    """The order as stored, or ``section_order_duplicate`` naming the second mention (``index``). Whether
+    each name is a section of the configuration is :func:`section_order_refused` (it needs the sections)."""
+    seen: set[str] = set()
+    for index, name in enumerate(value):
+        if name in seen:
+            raise PydanticCustomError(
+                "section_order_duplicate",
+                "section {quoted} is named twice (each section once)",
+                {"quoted": repr(name), "index": index},
+            )
+        seen.add(name)
+    return value
+
+
+SectionOrder = Annotated[
+    list[Annotated[str, Field(min_length=1, max_length=64)]],
+    Field(max_length=MAX_SECTION_ORDER),
+    AfterValidator(checked_section_order),
+]
+
+
+def text_section_names(sections: Mapping[str, Any]) -> list[str]:
+    """The names of the text sections (``chat`` and sections sent as null left out)."""
+    return [name for name, value in sections.items() if name != "chat" and isinstance(value, str)]
+
+
+def effective_section_order(sections: Mapping[str, Any], order: list[str] | None) -> list[str]:
+    """Every text section's name in the order the prompt gives them: those ``order`` names first, in its
+    order, then the others in the default order (the common sections, then the rest by name)."""
+    names = set(text_section_names(sections))
+    first = [name for name in order or [] if name in names]
+    placed = set(first)
+    common = [name for name in COMMON_SECTIONS if name in names and name not in placed]
+    rest = sorted(name for name in names if name not in placed and name not in COMMON_SECTIONS)
+    return first + common + rest
+
+
+def section_order_refused(order: list[str], sections: Mapping[str, Any]) -> Refusal | None:
+    """``section_order_unknown`` (400, path ``section_order.<n>``) for the first name that is not a text
+    section of the configuration (``chat`` holds parameters, never text); None when every name is one."""
+    names = set(text_section_names(sections))
+    for index, name in enumerate(order):
+        if name not in names:
+            param = f"section_order.{index}"
+            return Refusal(
+                400,
+                f"{param}: no text section named {name!r} (name only sections of the configuration)",
+                code="section_order_unknown",
+                param=param,
+            )
+    return None
 
 
 # --------------------------------------------------------------------------------------------- tools
@@ -381,6 +451,7 @@ RULE_CODES = frozenset(
         "phone_invalid",
         "webhook_refused",
         "transfer_target_invalid",
+        "section_order_duplicate",
     }
 )
 # An unknown key of these mappings is refused by its own code (the path names the key).
@@ -397,6 +468,7 @@ CODES = frozenset(
         "value_unstorable",
         "value_invalid",
         "transfer_target_unknown",
+        "section_order_unknown",
         "version_conflict",
         "not_an_ai_agent",
     }
@@ -447,7 +519,7 @@ def refusal_from(problems: list[Mapping[str, Any]], prefix: tuple[str | int, ...
         code = code_of(str(first.get("type")))
         if code == "section_name_invalid":
             path.append(str(context["section"]))
-        elif code in ("email_invalid", "phone_invalid"):
+        elif code in ("email_invalid", "phone_invalid", "section_order_duplicate"):
             path.append(str(context["index"]))
     detail = {
         key: value for key, value in context.items() if _plain(value) and key not in ("quoted", "section")

@@ -182,6 +182,8 @@ class AgentConfig(UUIDPrimaryKeyMixin, TimestampMixin, db.Model):
     business_category: Mapped[str | None] = mapped_column(String(64), index=True)
     notifications: Mapped[dict[str, Any]] = mapped_column(default=dict)
     call_transfers: Mapped[list[Any]] = mapped_column(JSONType, default=list)
+    # The text sections' names in the prompt's order ([]: the default order; docs/members.md).
+    section_order: Mapped[list[Any]] = mapped_column(JSONType, default=list)
     version: Mapped[int] = mapped_column(Integer, default=0)
 
     member: Mapped[Member] = relationship(back_populates="config", lazy="raise")

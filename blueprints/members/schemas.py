@@ -28,6 +28,7 @@ from blueprints.members.agent_config_rules import (
     BusinessCategory,
     CallTransfers,
     Notifications,
+    SectionOrder,
     Sections,
     Tools,
     ToolSetting,
@@ -564,6 +565,13 @@ class _ConfigFields(RequestModel):
     business_category: BusinessCategory | None = None
     notifications: Notifications | None = None
     call_transfers: CallTransfers | None = None
+    section_order: SectionOrder | None = Field(
+        None,
+        description="The text sections' names in the prompt's order; sections not named follow in the "
+        "default order (identity, rules, tone, knowledge, escalation, closing, then the others by name). "
+        "Each name once, each a section of the configuration. Replaced as a whole; null or [] is the "
+        "default order.",
+    )
 
 
 class AgentConfigReplace(_ConfigFields):
@@ -606,6 +614,7 @@ class AgentConfigOut(OutModel):
     business_category: str | None
     notifications: dict[str, dict[str, Any]]
     call_transfers: list[CallTransferOut]
+    section_order: list[str]
     version: int
     created_at: Timestamp
     updated_at: Timestamp
@@ -624,6 +633,7 @@ class AgentConfigOut(OutModel):
                 "business_category": config.business_category,
                 "notifications": config.notifications or {},
                 "call_transfers": config.call_transfers or [],
+                "section_order": config.section_order or [],
                 "version": config.version,
                 "created_at": config.created_at,
                 "updated_at": config.updated_at,

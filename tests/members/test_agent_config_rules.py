@@ -359,6 +359,7 @@ def test_values_are_normalised_as_stored() -> None:
         "business_category": None,
         "notifications": None,
         "call_transfers": None,
+        "section_order": None,
         "sections": {},
         "agent_type": "generic",
     }

@@ -50,6 +50,7 @@ from blueprints.members.agent_config import (
     AgentConfigChanges,
     Refusal,
     chat_settings,
+    effective_section_order,
     parse,
 )
 from blueprints.members.services import agents as agent_services
@@ -79,18 +80,17 @@ def _actor(me: DeskUser) -> str:
 def stored(config: Any) -> dict[str, Any]:
     """The stored configuration in the wire's shape (``snapshot``), or an empty one."""
     if config is None:
-        return {"sections": {}, "tools": {}, "notifications": {}, "call_transfers": []}
+        return {"sections": {}, "tools": {}, "notifications": {}, "call_transfers": [], "section_order": []}
     return agent_services.snapshot(config)
 
 
 def _texts(values: dict[str, Any]) -> list[tuple[str, str]]:
-    """The text sections to edit: as the form had them, else the runtime's order."""
+    """The text sections to edit: as the form had them, else in the order the prompt gives them (the
+    stored ``section_order``, then the default order)."""
     sections = values.get("sections") or {}
-    texts = [(name, text) for name, text in sections.items() if name != "chat" and isinstance(text, str)]
     if values.get("_from_form"):
-        return texts
-    order = {name: index for index, name in enumerate(COMMON_SECTIONS)}
-    return sorted(texts, key=lambda item: (order.get(item[0], len(order)), item[0]))
+        return [(name, text) for name, text in sections.items() if name != "chat" and isinstance(text, str)]
+    return [(name, sections[name]) for name in effective_section_order(sections, values.get("section_order"))]
 
 
 def _shown(value: Any) -> str:
@@ -240,6 +240,9 @@ def changes_between(base: dict[str, Any], typed: dict[str, Any], current: dict[s
         sections["chat"] = {**chat_settings(current.get("sections") or {}), **changed}
     if sections:
         changes["sections"] = sections
+    order = _order_change(base, typed, current, sections)
+    if order is not None:
+        changes["section_order"] = order
     tools = {}
     for tool in TOOLS:
         before = bool(((base.get("tools") or {}).get(tool.name) or {}).get("enabled"))
@@ -266,6 +269,25 @@ def changes_between(base: dict[str, Any], typed: dict[str, Any], current: dict[s
     return changes
 
 
+def _order_change(
+    base: dict[str, Any], typed: dict[str, Any], current: dict[str, Any], sections: dict[str, Any]
+) -> list[str] | None:
+    """The sections' order to save, or None when the page shows the order the prompt would give them
+    anyway (the typed sections under the order the page was loaded with). What is saved is the page's
+    whole order, limited to the sections the configuration will have once the edits are applied on top of
+    ``current`` (someone else's removal of a section meanwhile drops it from the order, never refuses)."""
+    typed_order = typed.get("section_order")
+    if typed_order is None:
+        return None
+    new_sections = typed.get("sections") or {}
+    shown = effective_section_order(new_sections, typed_order)
+    if shown == effective_section_order(new_sections, base.get("section_order")):
+        return None
+    merged = {**(current.get("sections") or {}), **sections}
+    kept = {name for name, text in merged.items() if name != "chat" and isinstance(text, str)}
+    return [name for name in shown if name in kept]
+
+
 # ------------------------------------------------------------------------------------------- refusals
 
 
@@ -281,6 +303,8 @@ def field_of(param: str | None) -> str | None:
         return None
     if parts[0] == "call_transfers" and len(parts) < 3:
         return None
+    if parts[0] == "section_order":
+        return None  # the cards' order has no field of its own: the words go above the form
     return param
 
 
@@ -295,6 +319,7 @@ def tab_of(name: str | None) -> str:
         "tools": "tools",
         "notifications": "notifications",
         "call_transfers": "transfers",
+        "section_order": "prompt",
     }.get(head, "voice")
 
 
@@ -371,6 +396,18 @@ def diff_entries(old: dict[str, Any], new: dict[str, Any], only: set[str] | None
             entry.new = _("(removed)")
         entry.rows = _line_rows(a or "", b or "")
         entries.append(entry)
+    if only is None or "section_order" in only:
+        old_order = effective_section_order(old_s, old.get("section_order"))
+        new_order = effective_section_order(new_s, new.get("section_order"))
+        if (old.get("section_order") or []) != (new.get("section_order") or []) and old_order != new_order:
+            entries.append(
+                DiffEntry(
+                    "section_order",
+                    _("Order of the sections"),
+                    ", ".join(old_order) or "—",
+                    ", ".join(new_order) or "—",
+                )
+            )
     old_chat, new_chat = chat_settings(old_s), chat_settings(new_s)
     for name in dict.fromkeys([*old_chat, *new_chat]):
         path = f"sections.chat.{name}"
@@ -612,7 +649,9 @@ def preview(agent_id: str) -> Response:
     typed = config_from_form(request.form)
     sections = {k: v for k, v in (typed.get("sections") or {}).items() if isinstance(v, str)}
     enabled = [name for name, setting in (typed.get("tools") or {}).items() if setting.get("enabled")]
-    text = prompt.system_prompt(sections, enabled, typed.get("call_transfers") or [], None)
+    text = prompt.system_prompt(
+        sections, enabled, typed.get("call_transfers") or [], None, typed.get("section_order")
+    )
     return _vary(make_response(render_template("ai/studio/_preview.html", agent=view.member, text=text)))
 
 

@@ -28,6 +28,7 @@ from blueprints.members.agent_config import (
     AgentConfigDraft,
     Refusal,
     check,
+    check_section_order,
     check_targets,
     version_conflict,
 )
@@ -48,6 +49,7 @@ CONFIG_FIELDS = (
     "business_category",
     "notifications",
     "call_transfers",
+    "section_order",
 )
 
 
@@ -161,6 +163,7 @@ def snapshot(config: AgentConfig) -> dict[str, Any]:
         "business_category": config.business_category,
         "notifications": dict(config.notifications or {}),
         "call_transfers": list(config.call_transfers or []),
+        "section_order": list(config.section_order or []),
     }
 
 
@@ -175,6 +178,10 @@ def diff(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
             for key in sorted(set(old) | set(new)):
                 if old.get(key) != new.get(key):
                     changes[f"{name}.{key}"] = {"from": old.get(key), "to": new.get(key)}
+        elif name == "section_order":
+            # snapshots made before the field existed have none: the default order, as an empty one
+            if (old or []) != (new or []):
+                changes[name] = {"from": old or [], "to": new or []}
         elif old != new:
             changes[name] = {"from": old, "to": new}
     return changes
@@ -235,6 +242,7 @@ def _empty() -> dict[str, Any]:
         "business_category": None,
         "notifications": {},
         "call_transfers": [],
+        "section_order": [],
     }
 
 
@@ -283,6 +291,7 @@ def replace_config(
     config.business_category = values["business_category"]
     config.notifications = _clean(values["notifications"])
     config.call_transfers = transfers
+    config.section_order = values["section_order"] or []
     _record(config, member, before, action="create" if created else "replace", changed_by=changed_by)
     db.session.flush()  # the answer shows the new version and updated_at
     return config, created
@@ -297,7 +306,9 @@ def update_config(
     expected_version: int | None = None,
 ) -> AgentConfig:
     """PATCH: only the fields sent. Sections, tools and notifications merge by key (a key sent as null
-    is removed); the other fields are replaced, and ``agent_type`` sent as null returns to ``generic``."""
+    is removed); the other fields are replaced, and ``agent_type`` sent as null returns to ``generic``.
+    ``section_order`` (replaced; null: the default order) must name sections of the merged configuration;
+    when it is not sent, a section removed leaves the stored order."""
     changes = check(changes)
     member = _agent_member(organization_id, agent_id)
     config = _config_of(member, lock=True)
@@ -327,6 +338,13 @@ def update_config(
         config.agent_type = fields["agent_type"] or DEFAULT_AGENT_TYPE
     if "business_category" in fields:
         config.business_category = fields["business_category"]
+    if "section_order" in fields:
+        # checked against the sections as merged (the PATCH may add, remove or keep sections)
+        check_section_order(fields["section_order"], config.sections or {})
+        config.section_order = fields["section_order"] or []
+    elif config.section_order and "sections" in fields:
+        # a section removed leaves the order too, so a stored order only ever names sections
+        config.section_order = [name for name in config.section_order if name in (config.sections or {})]
     if diff(before, snapshot(config)):
         _record(config, member, before, action="update", changed_by=changed_by)
     db.session.flush()  # the answer shows the new version and updated_at
@@ -377,6 +395,7 @@ def restore_version(
     config.business_category = saved.get("business_category")
     config.notifications = saved.get("notifications") or {}
     config.call_transfers = saved.get("call_transfers") or []
+    config.section_order = saved.get("section_order") or []
     _record(config, member, before, action="restore", changed_by=changed_by, restored_from=version)
     db.session.flush()  # the answer shows the new version and updated_at
     return config

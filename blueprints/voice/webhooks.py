@@ -1,10 +1,11 @@
 """``/webhooks/twilio/voice/status``: Twilio's status callbacks, form-encoded and signed.
 
-The signature is checked before anything changes: ``X-Twilio-Signature`` (``signatures``), keyed with
-the auth token of the number whose call the ``CallSid`` names, over the URL built from
-``PUBLIC_BASE_URL`` (behind a proxy the request's own URL is not the one Twilio signed) and the form. A missing or bad signature, or a call we do not know, is 403 and changes nothing. A verified
-report is applied idempotently by ``SequenceNumber`` and never moves a call backwards (``lifecycle``);
-204 whether it changed the call or not, so Twilio does not retry a duplicate."""
+The signature is checked before anything changes: ``X-Twilio-Signature`` (``signatures``), keyed with the
+auth token of the number whose call the ``CallSid`` names, over the URL built from ``PUBLIC_BASE_URL``
+(behind a proxy the request's own URL is not the one Twilio signed) and the form. A missing or bad
+signature, or a call we do not know, is 403 and changes nothing. A verified report is applied idempotently
+by ``SequenceNumber`` and never moves a call backwards (``lifecycle``); 204 whether it changed the call or
+not, so Twilio does not retry a duplicate."""
 
 from __future__ import annotations
 

@@ -1726,8 +1726,9 @@ document.addEventListener("change", function (evt) {
 // tab of the refused field. Prompt sections: add, rename (the textarea's name follows: sections.<name>,
 // and so does the card's hidden section_order input), remove, reorder by drag (SortableJS, the grip) or by
 // the Move up / Move down buttons (the hidden inputs move with their cards, so the form posts the order
-// shown and the preview follows it), a character count. Call-transfer rules: add (from the template, the next index) and remove. A version saved
-// elsewhere (agent_config.updated) is announced, never swapped in: the form stays as typed.
+// shown and the preview follows it), a character count. Call-transfer rules: add (from the template, the
+// next index) and remove. A version saved elsewhere (agent_config.updated) is announced with who saved it
+// (the event's changed_by_name, or the API key's prefix), never swapped in: the form stays as typed.
 (function () {
   "use strict";
 
@@ -1737,6 +1738,7 @@ document.addEventListener("change", function (evt) {
   }
   let dirty = false;
   let announced = 0;
+  let author = ""; // who saved the version announced (its changed_by_name; an API key by its prefix)
 
   function form() {
     return document.getElementById("studio-form");
@@ -1995,7 +1997,13 @@ document.addEventListener("change", function (evt) {
       return;
     }
     if (announced > current) {
-      notice.querySelector("[data-notice-text]").textContent = notice.dataset.template.replace("__n__", String(announced));
+      // replacement functions: a name is text, never a replacement pattern ("$&")
+      const template = author ? notice.dataset.templateAuthor : notice.dataset.template;
+      notice.querySelector("[data-notice-text]").textContent = template
+        .replace("__author__", function () {
+          return author;
+        })
+        .replace("__n__", String(announced));
       notice.hidden = false;
     } else {
       notice.hidden = true;
@@ -2007,7 +2015,19 @@ document.addEventListener("change", function (evt) {
     if (String(data.config_id) !== studio.dataset.configId) {
       return;
     }
-    announced = Math.max(announced, Number(data.version || 0));
+    const version = Number(data.version || 0);
+    if (version > announced) {
+      announced = version;
+      const actor = String(data.changed_by || "");
+      author = data.changed_by_name ? String(data.changed_by_name) : "";
+      if (!author && actor.indexOf("api_key:") === 0) {
+        const notice = document.getElementById("studio-live-notice");
+        const prefix = actor.slice("api_key:".length);
+        author = notice ? notice.dataset.apiKey.replace("__prefix__", function () {
+          return prefix;
+        }) : "";
+      }
+    }
     if (!(form() && form().classList.contains("htmx-request"))) {
       announce(); // a save of ours in flight: its answer says which version the form now is
     }

@@ -190,8 +190,12 @@ def test_two_supervisors_at_once_get_the_conflict_and_lose_nothing(
     first.locator("textarea[name='sections.tone']").fill("Formal.")
     _save(first)
     assert first.get_by_text("Saved as version 2").is_visible()
-    # the other page hears of version 2 and keeps what was typed
+    # the other page hears of version 2, from whom, and keeps what was typed
     second.locator("#studio-live-notice:not([hidden])").wait_for()
+    assert (
+        second.locator("#studio-live-notice [data-notice-text]").inner_text()
+        == "Laura Supervisora saved version 2 while this page was open."
+    )
     assert second.locator("textarea[name='sections.identity']").input_value() == "Eres Sofía, de soporte."
     _save(second)
     conflict = second.locator("#studio-conflict")
@@ -208,6 +212,61 @@ def test_two_supervisors_at_once_get_the_conflict_and_lose_nothing(
     assert etag == '"3"'
     assert body["sections"]["identity"] == "Eres Sofía, de soporte."
     assert body["sections"]["tone"] == "Formal."  # Laura's edit kept
+    assert first.errors == [] and second.errors == []
+
+
+@pytest.mark.parametrize(
+    ("locale", "by_laura", "by_key"),
+    [
+        (
+            "en-US",
+            "Laura Supervisora saved version 2 while this page was open.",
+            "API key {prefix}… saved version 3 while this page was open.",
+        ),
+        (
+            "es-ES",
+            "Laura Supervisora guardó la versión 2 mientras esta página estaba abierta.",
+            "Clave de API {prefix}… guardó la versión 3 mientras esta página estaba abierta.",
+        ),
+    ],
+)
+def test_the_live_notice_names_who_saved(
+    client: FlaskClient,
+    org: Org,
+    make_user: Callable[..., DeskLogin],
+    new_context: Callable[..., Any],
+    locale: str,
+    by_laura: str,
+    by_key: str,
+) -> None:
+    agent_id = _agent(client, org)
+    laura = make_user(org, "Laura Supervisora", role="supervisor")
+    marta = make_user(org, "Marta Supervisora", role="supervisor")
+    first = _open(new_context, laura, f"/agents/{agent_id}", locale="en-US")
+    second = _open(new_context, marta, f"/agents/{agent_id}", locale=locale)
+    second.locator("textarea[name='sections.identity']").fill("Eres Sofía, de soporte.")
+    first.locator("textarea[name='sections.tone']").fill("Formal.")
+    _save(first)
+    notice = second.locator("#studio-live-notice [data-notice-text]")
+    second.locator("#studio-live-notice:not([hidden])").wait_for()
+    assert notice.inner_text() == by_laura
+    # the one who saved is not told about their own version
+    assert first.locator("#studio-live-notice").is_hidden()
+    # a change through the API is named by its key's prefix
+    patched = client.patch(
+        mem(org, f"/members/{agent_id}/agent-config"), json={"voice": "alloy"}, headers=org.headers()
+    )
+    assert patched.status_code == 200
+    second.wait_for_function(
+        "() => document.querySelector('#studio-live-notice [data-notice-text]').textContent.includes('3')"
+    )
+    # the key's shown prefix (``sk_live_…``), never the secret
+    before, after = by_key.split("{prefix}")
+    text = notice.inner_text()
+    assert text.startswith(before + "sk_live_") and text.endswith(after), text
+    assert org.live_key not in text
+    # what was typed stays
+    assert second.locator("textarea[name='sections.identity']").input_value() == "Eres Sofía, de soporte."
     assert first.errors == [] and second.errors == []
 
 

@@ -32,7 +32,7 @@ from blueprints.members.agent_config import (
     check_targets,
     version_conflict,
 )
-from blueprints.members.models import AgentConfig, AgentConfigVersion, Member, Team
+from blueprints.members.models import AgentConfig, AgentConfigVersion, Member, Team, User
 from blueprints.members.services import hooks, teams
 from blueprints.members.services.members import find_member, get_member
 from core.db import db, for_update
@@ -221,7 +221,14 @@ def _record(
     publish(
         "agent_config.updated",
         config.organization_id,
-        {"config_id": str(config.id), "version": config.version, "action": action},
+        {
+            "config_id": str(config.id),
+            "version": config.version,
+            "action": action,
+            # who saved it, for a studio open elsewhere to say so ("Laura saved version 7 …")
+            "changed_by": changed_by,
+            "changed_by_name": actor_name(config.organization_id, changed_by),
+        },
     )
     audit_log.record(
         "agent_config.updated",
@@ -231,6 +238,25 @@ def _record(
         organization_id=config.organization_id,
         version=config.version,
     )
+
+
+def actor_name(organization_id: uuid.UUID, actor: str | None) -> str | None:
+    """The display name of a ``user:<id>`` (a desk user) or ``member:<id>`` actor of the organization (one
+    query), or None: an API key, the system, or someone of another organization or since deleted."""
+    kind, _colon, identifier = (actor or "").partition(":")
+    if kind == "user":
+        try:
+            user_id = uuid.UUID(identifier)
+        except ValueError:
+            return None
+        return db.session.scalar(
+            select(User.name).where(User.organization_id == organization_id, User.id == user_id)
+        )
+    if kind == "member":
+        return db.session.scalar(
+            select(Member.name).where(Member.organization_id == organization_id, Member.id == identifier)
+        )
+    return None
 
 
 def _empty() -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
@@ -84,7 +85,8 @@ def test_every_route_builds_its_url(app: Flask) -> None:
         url = adapter.build(
             rule.endpoint, {**values, "extra": "a b"}, method=next(iter(rule.methods or {"GET"}))
         )
-        assert url.startswith("/") and "extra=a+b" in url, (rule.rule, url)
+        # a WebSocket rule builds an absolute ws:// URL; the others a path
+        assert url.startswith("ws://" if rule.websocket else "/") and "extra=a+b" in url, (rule.rule, url)
         built += 1
     assert built > 300 and isinstance(next(iter(app.url_map.iter_rules())), LazyBuildRule)
 
@@ -97,3 +99,16 @@ def test_db_commands_report_each_store(tmp_path: Path, app_config: dict[str, Any
     assert "crm_" in heads.output and "(head)" in heads.output
     unknown = runner.invoke(args=["db", "downgrade", "no_such_revision"])
     assert unknown.exit_code != 0 and "no_such_revision" in unknown.output
+
+
+def test_building_the_app_leaves_the_collector_running(app_config: dict[str, Any]) -> None:
+    """The cyclic collector pauses while the app is built (app.py) and runs again afterwards."""
+    assert gc.isenabled()
+    create_app(app_config)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        create_app(app_config)
+        assert not gc.isenabled()  # a caller that had paused it keeps it paused
+    finally:
+        gc.enable()

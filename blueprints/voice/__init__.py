@@ -1,4 +1,5 @@
-"""Voice: numbers, calls, the Twilio adapter and its status callbacks, the simulator (docs/voice.md)."""
+"""Voice: numbers, calls, the Twilio adapter and its webhooks, the AI agents' relay, the simulator
+(docs/voice.md)."""
 
 from flask import Flask
 
@@ -7,7 +8,11 @@ def init_app(app: Flask) -> None:
     # Imported when the app is built, not when a module of the area is: importing
     # blueprints.voice.x runs this package's __init__ first, and its API imports the whole area.
     from blueprints.voice.api import api
+    from blueprints.voice.incoming import incoming
+    from blueprints.voice.relay import relay
     from blueprints.voice.webhooks import webhooks
 
     app.register_api(api)  # type: ignore[attr-defined]
     app.register_blueprint(webhooks)
+    app.register_blueprint(incoming)  # inbound calls' TwiML and the relay's action URL
+    app.register_blueprint(relay)  # the ConversationRelay WebSocket

@@ -54,7 +54,9 @@ def end(
     at = at or utcnow()
     call.status = status
     call.ended_at = at
-    call.ended_reason = reason or status
+    # An AI call the agent transferred ends, as far as we know it, with the person's leg.
+    transferred = status == "completed" and bool(call.transfer)
+    call.ended_reason = reason or ("transferred" if transferred else status)
     if duration_seconds is not None:
         call.duration_seconds = duration_seconds
         if call.answered_at is None and duration_seconds > 0:

@@ -12,8 +12,8 @@ import uuid
 
 from flask import Blueprint, Response, current_app, request
 
-from blueprints.voice import lifecycle, signatures, twilio
-from blueprints.voice.models import TERMINAL, Call, VoiceNumber
+from blueprints.voice import signatures, twilio
+from blueprints.voice.models import Call, VoiceNumber
 from blueprints.voice.provider import ProviderError
 from blueprints.voice.services import calls, inbound
 from core.db import db
@@ -76,18 +76,7 @@ def relay_ended() -> Response:
     number = calls.number_of(call) if call is not None else None
     _verify(number, form)
     assert call is not None and number is not None
-    if call.transfer and call.status not in TERMINAL:
-        if call.transfer.get("dial"):
-            return _twiml(inbound.transfer_twiml(call, number))
-        lifecycle.end(call, "completed", reason="transferred")
-        lifecycle.publish(call)
-        db.session.flush()
-        return _twiml(inbound.unavailable())
-    if call.status not in TERMINAL:
-        lifecycle.end(call, "completed")
-        lifecycle.publish(call)
-        db.session.flush()
-    return _twiml("<Response><Hangup/></Response>")
+    return _twiml(inbound.after_relay(call, number))
 
 
 def _call_of(call_id: str, call_sid: str) -> Call | None:

@@ -29,7 +29,7 @@ import logging
 import uuid
 from collections import deque
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Protocol
 
 from flask import Blueprint, Response, request
 from simple_websocket import ConnectionClosed, Server
@@ -90,10 +90,26 @@ def _closed_response(ws: Server) -> Response:
     return WebSocketResponse()
 
 
+class RelaySocket(Protocol):
+    """What the relay needs of its socket: ``simple_websocket.Server``, or the simulator's scripted
+    caller (``playback.ScriptedCaller``). ``receive`` returns None after ``timeout`` seconds without a
+    frame and raises ``ConnectionClosed`` when the other side is gone."""
+
+    mode: str
+
+    def receive(self, timeout: float | None = None) -> Any: ...
+
+    def send(self, data: str) -> None: ...
+
+    def close(self) -> None: ...
+
+
 class Relay:
     """One call's relay: the protocol's frames in and out, the AI session, the call's row."""
 
-    def __init__(self, ws: Server, organization_id: uuid.UUID, call_id: uuid.UUID, agent_id: str) -> None:
+    def __init__(
+        self, ws: RelaySocket, organization_id: uuid.UUID, call_id: uuid.UUID, agent_id: str
+    ) -> None:
         self.ws = ws
         self.organization_id = organization_id
         self.call_id = call_id

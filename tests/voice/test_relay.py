@@ -385,3 +385,65 @@ def test_a_person_without_a_phone_gets_an_apology_and_no_route_is_rejected(
     assert rejected.endswith("<Response><Reject/></Response>")
     calls = client.get(voice(org) + "/calls", headers=org.headers()).get_json()["data"]
     assert (calls[0]["status"], calls[0]["ended_reason"]) == ("failed", "no_route")
+
+
+def test_the_simulator_plays_an_inbound_call_over_the_same_relay_offline(
+    client: FlaskClient, runner: Any, org: Org
+) -> None:
+    """The sandbox: no carrier, no model. ``voice simulate-inbound`` records the call as the incoming
+    webhook does and plays the caller over the relay; the agent answers from its knowledge and hands off
+    what it cannot answer; the transcript, summary and notification follow as on a real call."""
+    sandbox = "/sandbox/v1/members/organizations/" + org.id
+    created = client.post(
+        f"/sandbox/v2/messages/organizations/{org.id}/members",
+        json={"name": "Sofía", "ai": True, "organization_id": org.id},
+        headers=org.headers("sandbox"),
+    )
+    agent_id = created.get_json()["id"]
+    config = {**CONFIG, "call_transfers": [], "tools": {"search_knowledge": {"enabled": True}}}
+    saved = client.post(
+        f"{sandbox}/members/{agent_id}/agent-config", json=config, headers=org.headers("sandbox")
+    )
+    assert saved.status_code == 201, saved.get_json()
+    knowledge = {
+        "title": "Horario",
+        "body": "Abrimos de lunes a viernes de 9 a 18 horas.",
+        "agent_id": agent_id,
+    }
+    assert (
+        client.post(f"{sandbox}/knowledge", json=knowledge, headers=org.headers("sandbox")).status_code == 201
+    )
+    args = ["voice", "connect", "--org", org.id, "--number", NUMBER, "--provider", "twilio"]
+    args += ["--account-sid", ACCOUNT_SID, "--auth-token", AUTH_TOKEN, "--agent-id", agent_id]
+    assert runner.invoke(args=[*args, "--env", "sandbox"]).exit_code == 0  # twilio, but the sandbox simulates
+
+    played = runner.invoke(
+        args=[
+            *("voice", "simulate-inbound", "--org", org.id, "--from", CALLER, "--env", "sandbox", "--json"),
+            *("--say", "¿Cuál es su horario?", "--say", "¿Venden routers?"),
+        ]
+    )
+    assert played.exit_code == 0, played.output
+    result = json.loads(played.stdout)
+    assert result["answers"] == ["Horario\nAbrimos de lunes a viernes de 9 a 18 horas."]
+    assert result["handoff_data"]["target"] is None and "routers" in result["handoff_data"]["reason"]
+    call = client.get(
+        f"/sandbox/v2/voice/organizations/{org.id}/calls/{result['call']['id']}",
+        headers=org.headers("sandbox"),
+    ).get_json()
+    assert (call["direction"], call["provider"], call["from"], call["agent_id"]) == (
+        "inbound",
+        "simulator",
+        CALLER,
+        agent_id,
+    )
+    assert [line["speaker"] for line in call["transcript"]] == ["caller", "agent", "caller"]
+    # handed off with nobody to dial: the caller heard the apology and the call ended as transferred
+    assert (call["status"], call["ended_reason"]) == ("completed", "transferred")
+    assert call["transfer"]["dial"] is None and call["summary"].startswith('The caller said: "¿Cuál')
+    deliveries = client.get(
+        f"{sandbox}/members/{agent_id}/notifications/deliveries", headers=org.headers("sandbox")
+    ).get_json()["data"]
+    assert [d["trigger"] for d in deliveries] == ["end_of_call"]
+    # the live store saw nothing of it
+    assert client.get(voice(org) + "/calls", headers=org.headers()).get_json()["total"] == 0

@@ -74,7 +74,9 @@ def find_call(number: VoiceNumber, provider_call_id: str) -> Call | None:
     ).first()
 
 
-def record_inbound(number: VoiceNumber, *, provider_call_id: str, caller: str, route: Route) -> Call:
+def record_inbound(
+    number: VoiceNumber, *, provider_call_id: str, caller: str, route: Route, provider: str | None = None
+) -> Call:
     """The ``inbound`` call (``ringing``: the carrier is waiting for our answer). A carrier's retry of
     the same call (same ``CallSid``) finds the call already recorded and answers it again."""
     existing = find_call(number, provider_call_id)
@@ -91,7 +93,7 @@ def record_inbound(number: VoiceNumber, *, provider_call_id: str, caller: str, r
         from_number=caller,
         to_number=number.number,
         status="ringing",
-        provider=number.provider,
+        provider=provider or number.provider,
         provider_call_id=provider_call_id,
         agent_id=route.id if route.type == "agent" else None,
         member_id=route.id if route.type == "member" else None,
@@ -226,3 +228,21 @@ def transfer_twiml(call: Call, number: VoiceNumber | None) -> str:
     if phone and number is not None:
         return dial(str(phone), number.number)
     return unavailable()
+
+
+def after_relay(call: Call, number: VoiceNumber) -> str:
+    """The ``<Connect action>`` answer once the relay ended: a ``<Dial>`` to the transfer's phone; the
+    apology when the agent handed off but no phone is known (the call ends, ``transferred``); otherwise
+    ``<Hangup/>`` (the AI's call is over)."""
+    if call.transfer and call.status not in TERMINAL:
+        if call.transfer.get("dial"):
+            return transfer_twiml(call, number)
+        lifecycle.end(call, "completed", reason="transferred")
+        lifecycle.publish(call)
+        db.session.flush()
+        return unavailable()
+    if call.status not in TERMINAL:
+        lifecycle.end(call, "completed")
+        lifecycle.publish(call)
+        db.session.flush()
+    return "<Response><Hangup/></Response>"

@@ -24,7 +24,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, literal_column, or_, select, text
+from sqlalchemy import and_, func, literal_column, or_, select, text
 
 from blueprints.ai.models import KNOWLEDGE_FTS, KnowledgeDocument
 from blueprints.audit import services as audit_log
@@ -288,9 +288,13 @@ def list_documents(
     offset: int,
     limit: int,
     used_by: str | None = None,
+    after: uuid.UUID | None = None,
 ) -> Page[KnowledgeDocument]:
     """By title. ``agent_id``: that agent's own documents only; ``used_by``: the documents that agent
-    answers from (its own and the organization's shared ones, as :func:`search` scopes them)."""
+    answers from (its own and the organization's shared ones, as :func:`search` scopes them).
+    ``after``: a document's id, the page starts after it in the title order (keyset, the desk's "Show
+    more": documents added meanwhile never shift a page; one query more; an id of another organization
+    starts over)."""
     statement = select(KnowledgeDocument).where(KnowledgeDocument.organization_id == organization_id)
     if agent_id is not None:
         statement = statement.where(KnowledgeDocument.agent_id == agent_id)
@@ -302,5 +306,18 @@ def list_documents(
         found = search(organization_id, search_text, agent_id=agent_id or used_by, limit=50)
         ids = [uuid.UUID(hit.document_id) for hit in found if hit.document_id]
         statement = statement.where(KnowledgeDocument.id.in_(ids))
+    if after is not None:
+        title = db.session.scalar(
+            select(KnowledgeDocument.title).where(
+                KnowledgeDocument.organization_id == organization_id, KnowledgeDocument.id == after
+            )
+        )
+        if title is not None:
+            statement = statement.where(
+                or_(
+                    KnowledgeDocument.title > title,
+                    and_(KnowledgeDocument.title == title, KnowledgeDocument.id > after),
+                )
+            )
     statement = statement.order_by(KnowledgeDocument.title, KnowledgeDocument.id)
     return paginate(statement, offset=offset, limit=limit)

@@ -4,6 +4,8 @@
 |---|---|
 | ``GET /agents?q=&category=&status=`` | the agents (name search, business category, status) with their |
 | | last run and its outcome; each name opens the studio (``HX-Target: agents-list``: the table alone) |
+| ``GET /agents?…&after=<agent id>`` (htmx) | "Show more": the next rows after that agent (keyset), |
+| | ending with their own "Show more" while more are left |
 | ``POST /agents/new`` (``name``) | a new AI member with a starting configuration, then its studio |
 """
 
@@ -27,7 +29,8 @@ from core.auth import actor as make_actor
 # The member's presence as the API's agent summary maps it (docs/members.md, "AI agents").
 STATUSES = ("available", "busy", "away", "unavailable")
 _STATUS_OF = {"online": "available", "busy": "busy", "away": "away", "offline": "unavailable"}
-LIST_LIMIT = 100
+_PRESENCE_OF = {shown: presence for presence, shown in _STATUS_OF.items()}
+LIST_LIMIT = 100  # rows per page: "Show more" fetches the next ones
 NAME_MAX = 200
 
 
@@ -52,16 +55,24 @@ def agents_page() -> Response:
     category = (request.args.get("category") or "").strip()[:64]
     status = request.args.get("status") or ""
     status = status if status in STATUSES else ""
+    htmx = (
+        request.headers.get("HX-Request") == "true"
+        and request.headers.get("HX-History-Restore-Request") != "true"
+    )
+    # "Show more" (htmx) names the last agent shown; a page opened by its address starts at the top
+    after = ((request.args.get("after") or "").strip()[:64] or None) if htmx else None
     page = agent_services.list_agents(
         me.organization_id,
         search=search or None,
         category=category or None,
+        status=_PRESENCE_OF.get(status),
         sort="name",
         order="asc",
         offset=0,
         limit=LIST_LIMIT,
+        after=after,
     )
-    found = [view for view in page.items if not status or agent_status(view.member) == status]
+    found = list(page.items)
     last, today = views.runs_summary(me.organization_id, [view.member.id for view in found])
     rows = [
         {
@@ -82,13 +93,12 @@ def agents_page() -> Response:
         "statuses": STATUSES,
         "categories": views.agent_categories(me.organization_id),
         "filtered": bool(search or category or status),
-        "more": page.total > LIST_LIMIT,
+        # the last row shown is the next page's cursor
+        "next_after": found[-1].member.id if page.total > len(found) and found else None,
     }
-    fragment = (
-        request.headers.get("HX-Request") == "true"
-        and request.headers.get("HX-History-Restore-Request") != "true"
-        and request.headers.get("HX-Target") == "agents-list"
-    )
+    if after is not None:
+        return _vary(make_response(render_template("ai/_agent_rows.html", **context)))
+    fragment = htmx and request.headers.get("HX-Target") == "agents-list"
     template = "ai/_agents_list.html" if fragment else "ai/agents.html"
     return _vary(make_response(render_template(template, **context)))
 

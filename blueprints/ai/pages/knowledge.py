@@ -11,6 +11,7 @@ agent's stored ``sections.knowledge``) and shows the passages with their scores.
 | URL | What |
 |---|---|
 | ``GET /agents/<id>/knowledge?q=`` | the tab (``HX-Target: knowledge-list``: the list alone) |
+| ``GET /agents/<id>/knowledge?q=&after=<doc>`` | "Show more": the next documents after that one |
 | ``POST /agents/<id>/knowledge`` | add a document (``title``, ``body`` or ``file``, ``scope``) |
 | ``GET /agents/<id>/knowledge/<doc>`` / ``…/edit`` | one row / its edit form |
 | ``POST /agents/<id>/knowledge/<doc>`` | save an edit |
@@ -20,6 +21,7 @@ agent's stored ``sections.knowledge``) and shows the passages with their scores.
 
 from __future__ import annotations
 
+import uuid
 from pathlib import PurePath
 from typing import Any
 
@@ -83,7 +85,7 @@ def _render(template: str, status: int = 200, **context: Any) -> Response:
     return vary_fragment(make_response(render_template(template, **context), status))
 
 
-def _documents(me: DeskUser, agent: Member, q: str) -> Any:
+def _documents(me: DeskUser, agent: Member, q: str, after: uuid.UUID | None = None) -> Any:
     return knowledge.list_documents(
         me.organization_id,
         agent_id=None,
@@ -91,11 +93,22 @@ def _documents(me: DeskUser, agent: Member, q: str) -> Any:
         search_text=q or None,
         offset=0,
         limit=LIST_LIMIT,
+        after=after,
     )
 
 
-def _list_context(me: DeskUser, agent: Member, q: str) -> dict[str, Any]:
-    return {"me": me, "agent": agent, "q": q, "page": _documents(me, agent, q), "scopes": SCOPES}
+def _list_context(me: DeskUser, agent: Member, q: str, after: uuid.UUID | None = None) -> dict[str, Any]:
+    page = _documents(me, agent, q, after)
+    items = list(page.items)
+    return {
+        "me": me,
+        "agent": agent,
+        "q": q,
+        "page": page,
+        "scopes": SCOPES,
+        # the last document shown is the next page's cursor ("Show more")
+        "next_after": items[-1].id if page.total > len(items) and items else None,
+    }
 
 
 # ------------------------------------------------------------------------------------------ the form
@@ -162,6 +175,13 @@ def studio_knowledge(agent_id: str) -> Response:
     me = signed_in()
     agent = _agent(me, agent_id)
     q = (request.args.get("q") or "").strip()[:500]
+    if request.args.get("after"):
+        try:
+            after = uuid.UUID(request.args["after"])
+        except ValueError:
+            abort(400)
+        # "Show more": the next documents after that one, with their own "Show more" while more are left
+        return _render("ai/studio/_knowledge_rows.html", **_list_context(me, agent, q, after))
     context = _list_context(me, agent, q)
     if request.headers.get("HX-Target") == "knowledge-list":
         return _render("ai/studio/_knowledge_list.html", **context)

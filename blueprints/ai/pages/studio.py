@@ -12,6 +12,7 @@ which runs the form's unsaved configuration (``blueprints.ai.studio_form.config_
 | | (``base_version``) as a PATCH (``agents.update_config``) made only on ``expected_version`` |
 | ``POST /agents/<agent_id>/preview`` | the system prompt the runtime would build from the form |
 | ``GET /agents/<agent_id>/versions?a=&b=`` | the versions and the diff of two (the last two by default) |
+| ``GET /agents/<agent_id>/versions?before=<n>`` | "Show more": the next versions older than ``n`` |
 | ``POST /agents/<agent_id>/versions/<n>/restore`` | restore (a new version), on ``expected_version`` |
 
 Refusals come from the members area's rules and verbs (``Refusal`` with ``code`` and ``param``): the
@@ -58,7 +59,7 @@ from core.auth import actor as make_actor
 from core.errors import ApiError
 
 TABS = ("prompt", "chat", "tools", "notifications", "transfers", "voice", "versions", "knowledge")
-VERSIONS_SHOWN = 50
+VERSIONS_SHOWN = 50  # rows per page of the versions' table: "Show more" fetches the older ones
 _PARAMETERS = {parameter.name: parameter for parameter in CHAT_PARAMETERS}
 
 
@@ -660,30 +661,23 @@ def preview(agent_id: str) -> Response:
 def versions_pane(agent_id: str) -> Response:
     me = signed_in()
     view = studio_agent(me, agent_id)
+    try:
+        before = int(request.args["before"]) if request.args.get("before") else None
+    except ValueError:
+        abort(400)
+    if before is not None and view.config is not None:
+        rows = _version_rows(me, view, before)
+        return _vary(make_response(render_template("ai/studio/_version_rows.html", **rows)))
     return _vary(make_response(render_template("ai/studio/_versions.html", **_versions_context(me, view))))
 
 
-def _versions_context(me: DeskUser, view: Any) -> dict[str, Any]:
-    if view.config is None:
-        return {"me": me, "agent": view.member, "versions": [], "entries": [], "a": None, "b": None}
-    page = agent_services.list_versions(me.organization_id, view.member.id, offset=0, limit=VERSIONS_SHOWN)
+def _version_rows(me: DeskUser, view: Any, before: int | None) -> dict[str, Any]:
+    """A page of the versions' table (newest first, older than ``before``), with the next page's cursor."""
+    page = agent_services.list_versions(
+        me.organization_id, view.member.id, offset=0, limit=VERSIONS_SHOWN, before=before
+    )
     versions = list(page.items)
     names = views.actor_names(me.organization_id, [v.changed_by for v in versions])
-    by_number = {v.version: v for v in versions}
-
-    def chosen(name: str, fallback: int | None) -> int | None:
-        try:
-            value = int(request.args.get(name) or 0)
-        except ValueError:
-            value = 0
-        return value if value in by_number else fallback
-
-    newest = versions[0].version if versions else None
-    before = versions[1].version if len(versions) > 1 else None
-    a, b = chosen("a", before), chosen("b", newest)
-    entries: list[DiffEntry] = []
-    if a is not None and b is not None:
-        entries = diff_entries(by_number[a].snapshot, by_number[b].snapshot)
     return {
         "me": me,
         "agent": view.member,
@@ -696,11 +690,33 @@ def _versions_context(me: DeskUser, view: Any) -> dict[str, Any]:
             }
             for v in versions
         ],
-        "entries": entries,
-        "a": a,
-        "b": b,
-        "more": page.total > VERSIONS_SHOWN,
+        # the oldest version shown is the next page's cursor
+        "next_before": versions[-1].version if page.total > len(versions) and versions else None,
     }
+
+
+def _versions_context(me: DeskUser, view: Any) -> dict[str, Any]:
+    if view.config is None:
+        return {"me": me, "agent": view.member, "versions": [], "entries": [], "a": None, "b": None}
+    context = _version_rows(me, view, None)
+    # any two versions can be compared, shown in the table or not (the numbers: one query)
+    numbers = agent_services.version_numbers(view.config)
+
+    def chosen(name: str, fallback: int | None) -> int | None:
+        try:
+            value = int(request.args.get(name) or 0)
+        except ValueError:
+            value = 0
+        return value if value in numbers else fallback
+
+    newest = numbers[0] if numbers else None
+    previous = numbers[1] if len(numbers) > 1 else None
+    a, b = chosen("a", previous), chosen("b", newest)
+    entries: list[DiffEntry] = []
+    if a is not None and b is not None:
+        by_number = agent_services.versions_by_number(view.config, [a, b])
+        entries = diff_entries(by_number[a].snapshot, by_number[b].snapshot)
+    return {**context, "numbers": numbers, "entries": entries, "a": a, "b": b}
 
 
 def ACTION_LABELS() -> dict[str, str]:

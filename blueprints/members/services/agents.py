@@ -18,7 +18,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import and_, func, or_, select
 from sqlalchemy.exc import IntegrityError
 
 from blueprints.audit import services as audit_log
@@ -70,9 +70,14 @@ def list_agents(
     order: str,
     offset: int,
     limit: int,
+    status: str | None = None,
+    after: str | None = None,
 ) -> Page[AgentView]:
     """One query for the page (agents with their configuration), one for the total when needed, one
-    for the teams of the page and one call of the connections provider."""
+    for the teams of the page and one call of the connections provider. ``status``: the members'
+    presence (``online``, ``busy``, ``away``, ``offline``). ``after``: an agent's id, the page starts
+    after it in the list's order (keyset: agents created or renamed meanwhile never shift a page; one
+    query more; an id that is not an AI agent of the organization starts over)."""
     statement = (
         select(Member, AgentConfig)
         .outerjoin(AgentConfig, AgentConfig.member_pk == Member.pk)
@@ -84,8 +89,23 @@ def list_agents(
         )
     if category:
         statement = statement.where(func.lower(AgentConfig.business_category) == category.lower())
+    if status:
+        statement = statement.where(Member.status == status)
     # Case-insensitive name order, the same on SQLite (binary collation) and PostgreSQL.
     column = func.lower(Member.name) if sort == "name" else Member.created_at
+    if after:
+        mark = db.session.execute(
+            select(column, Member.id).where(
+                Member.organization_id == organization_id, Member.ai.is_(True), Member.id == after
+            )
+        ).first()
+        if mark is not None:
+            value, member_id = mark
+            if order == "desc":
+                later = or_(column < value, and_(column == value, Member.id < member_id))
+            else:
+                later = or_(column > value, and_(column == value, Member.id > member_id))
+            statement = statement.where(later)
     direction = column.desc() if order == "desc" else column.asc()
     statement = statement.order_by(direction, Member.id.desc() if order == "desc" else Member.id.asc())
     page = paginate(statement, offset=offset, limit=limit, scalars=False)
@@ -378,15 +398,43 @@ def update_config(
 
 
 def list_versions(
-    organization_id: uuid.UUID, agent_id: str, *, offset: int, limit: int
+    organization_id: uuid.UUID, agent_id: str, *, offset: int, limit: int, before: int | None = None
 ) -> Page[AgentConfigVersion]:
+    """Newest first. ``before``: only the versions older than that number (the desk's "Show more":
+    versions saved meanwhile never shift a page)."""
     config = get_config(organization_id, agent_id)
     statement = (
         select(AgentConfigVersion)
         .where(AgentConfigVersion.config_id == config.id)
         .order_by(AgentConfigVersion.version.desc())
     )
+    if before is not None:
+        statement = statement.where(AgentConfigVersion.version < before)
     return paginate(statement, offset=offset, limit=limit)
+
+
+def version_numbers(config: AgentConfig) -> list[int]:
+    """Every version number of the configuration, newest first (one query; what a page offers to
+    compare)."""
+    return list(
+        db.session.scalars(
+            select(AgentConfigVersion.version)
+            .where(AgentConfigVersion.config_id == config.id)
+            .order_by(AgentConfigVersion.version.desc())
+        )
+    )
+
+
+def versions_by_number(config: AgentConfig, numbers: list[int]) -> dict[int, AgentConfigVersion]:
+    """The configuration's versions with these numbers (one query)."""
+    if not numbers:
+        return {}
+    rows = db.session.scalars(
+        select(AgentConfigVersion).where(
+            AgentConfigVersion.config_id == config.id, AgentConfigVersion.version.in_(numbers)
+        )
+    )
+    return {row.version: row for row in rows}
 
 
 def restore_version(

@@ -48,6 +48,8 @@ NOT_PAGES = {
     "openapi": "the API reference document",
     "meta_webhooks": "Meta's deliveries: signed with X-Hub-Signature-256, never sent by a browser",
     "voice_webhooks": "Twilio's callbacks: signed with X-Twilio-Signature, never sent by a browser",
+    "voice_incoming": "Twilio's inbound-call TwiML webhooks: signed with X-Twilio-Signature",
+    "voice_relay": "Twilio's ConversationRelay WebSocket: a signed token of the call, no session",
 }
 SIGNIN_TOKEN = re.compile(r'name="csrf_token" value="([^"]+)"')
 PAGE_TOKEN = re.compile(r'<meta name="csrf-token" content="([^"]+)"')

@@ -179,15 +179,59 @@ NAV = (
         "tasks", "crm_pages.tasks_page", "bi-check2-square", lazy_pgettext("rail", "Tasks"), badge="overdue"
     ),
     NavItem("contacts", "crm_pages.contacts_page", "bi-person-vcard", lazy_pgettext("rail", "Contacts")),
+    NavItem("team", "members_pages.team_page", "bi-people", lazy_pgettext("rail", "Team"), True),
     NavItem("agents", "ai_pages.agents_page", "bi-robot", lazy_pgettext("rail", "AI agents"), True),
     NavItem("telecom", "telecom_pages.telecom_page", "bi-sim", lazy_pgettext("rail", "Telecom"), True),
     NavItem("audit", "audit_pages.audit_page", "bi-journal-text", lazy_pgettext("rail", "Audit"), True),
+    NavItem("settings", "members_pages.people_page", "bi-gear", lazy_pgettext("rail", "Settings"), True),
+)
+
+# The settings pages, in the order of their sub-navigation (templates/desk/_settings_nav.html, which every
+# settings page includes with ``settings_page`` set to its key and ``active_page`` to "settings"). Same rule
+# as NAV: a page whose endpoint is not registered (yet) is left out, so each appears when it lands.
+SETTINGS = (
+    NavItem(
+        "people", "members_pages.people_page", "bi-person-gear", lazy_pgettext("settings", "People"), True
+    ),
+    NavItem("teams", "members_pages.teams_page", "bi-diagram-3", lazy_pgettext("settings", "Teams"), True),
+    NavItem(
+        "reasons",
+        "members_pages.reasons_page",
+        "bi-cup-hot",
+        lazy_pgettext("settings", "Unavailability reasons"),
+        True,
+    ),
+    NavItem(
+        "channels",
+        "channels_pages.channels_page",
+        "bi-broadcast-pin",
+        lazy_pgettext("settings", "Channels"),
+        True,
+    ),
+    NavItem("labels", "inbox_pages.labels_page", "bi-tags", lazy_pgettext("settings", "Labels"), True),
+    NavItem(
+        "canned",
+        "inbox_pages.canned_page",
+        "bi-chat-square-quote",
+        lazy_pgettext("settings", "Canned replies"),
+        True,
+    ),
+    NavItem("keys", "organizations_pages.keys_page", "bi-key", lazy_pgettext("settings", "API keys"), True),
 )
 
 
-def nav_items(me: DeskUser) -> list[NavItem]:
+def _shown(items: tuple[NavItem, ...], me: DeskUser) -> list[NavItem]:
     served = current_app.view_functions
-    return [item for item in NAV if item.endpoint in served and (me.is_supervisor or not item.supervisors)]
+    return [item for item in items if item.endpoint in served and (me.is_supervisor or not item.supervisors)]
+
+
+def nav_items(me: DeskUser) -> list[NavItem]:
+    return _shown(NAV, me)
+
+
+def settings_items(me: DeskUser) -> list[NavItem]:
+    """The settings pages this desk serves, for the settings sub-navigation."""
+    return _shown(SETTINGS, me)
 
 
 def nav_badges(me: DeskUser) -> dict[str, int]:
@@ -226,6 +270,7 @@ def _shell_context() -> dict[str, Any]:
         "shell": _shell if signed else None,
         "nav_items": nav_items if signed else None,
         "nav_badges": nav_badges if signed else None,
+        "settings_items": settings_items if signed else None,
     }
 
 

@@ -1,7 +1,8 @@
 """The prompt sections' order in Chromium, with the keyboard alternative to dragging: a supervisor moves the
 "faq" section to the top with its Move up button (keyboard: focus, Enter), the preview follows, Save stores
 the order (the API returns it as ``section_order`` and a new version), and the test chat's prompt, as the
-fake OpenAI-compatible server received it, gives the sections in that order; no console error."""
+fake OpenAI-compatible server received it, gives the sections in that order; in English and Spanish, axe
+clean, no console error; screenshots of the reordered sections with the preview for docs/."""
 
 from __future__ import annotations
 
@@ -9,11 +10,12 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from flask.testing import FlaskClient
 
 from tests.ai.conftest import llm, llm_server  # noqa: F401  (fixtures)
 from tests.ai.test_studio_knowledge_pages import new_agent
-from tests.browser.conftest import DeskLogin, axe_violations, sign_in, wait_for_htmx
+from tests.browser.conftest import DeskLogin, axe_violations, screenshot, sign_in, wait_for_htmx
 from tests.conftest import Org
 from tests.support.fake_llm import FakeLLM
 
@@ -29,16 +31,21 @@ def headings(system: str) -> list[str]:
     return re.findall(r"^## (.+)$", system, re.M)
 
 
+@pytest.mark.parametrize(
+    ("locale", "saved"), [("en-US", "Saved as version 2"), ("es-ES", "Guardado como versión 2")]
+)
 def test_a_keyboard_reorder_is_saved_and_reaches_the_prompt(
     client: FlaskClient,
     org: Org,
     make_user: Callable[..., DeskLogin],
     new_context: Callable[..., Any],
     llm: FakeLLM,  # noqa: F811
+    locale: str,
+    saved: str,
 ) -> None:
     agent_id = new_agent(client, org, "Sofía IA", {"sections": SECTIONS})
     boss = make_user(org, "Laura Supervisora", role="supervisor")
-    page = new_context(locale="en-US").new_page()
+    page = new_context(locale=locale).new_page()
     page.set_viewport_size({"width": 1440, "height": 900})
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
@@ -67,9 +74,19 @@ def test_a_keyboard_reorder_is_saved_and_reaches_the_prompt(
         "() => (document.querySelector('#studio-preview pre') || {}).textContent?.startsWith('## Faq')"
     )
 
+    wait_for_htmx(page)
+    assert axe_violations(page) == []
+    # the moved section at the top, and the preview in the same order (the cards folded to fit both)
+    page.evaluate(
+        "() => document.querySelectorAll('#studio-form .studio-text').forEach(t => { t.rows = 2; })"
+    )
+    page.locator("#studio-preview").evaluate("el => el.scrollIntoView({block: 'end'})")
+    page.evaluate("() => window.scrollBy(0, 80)")  # above the sticky Save bar
+    screenshot(page, f"ai-studio-order-{locale[:2]}")
+
     # Save: the API returns the order and a new version
     page.locator("[data-studio-save]").click()
-    page.get_by_text("Saved as version 2").wait_for()
+    page.get_by_text(saved).wait_for()
     wait_for_htmx(page)
     response = client.get(
         f"/v1/members/organizations/{org.id}/members/{agent_id}/agent-config", headers=org.headers()

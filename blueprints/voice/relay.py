@@ -69,6 +69,10 @@ def relay_socket() -> Response:
         Relay(ws, organization_id, call_id, agent_id).run()
     except ConnectionClosed:
         pass
+    except Exception:
+        # The connection is a WebSocket now: an HTTP error answer cannot be written on it. The carrier
+        # sees the socket close, ends the session and calls the action URL, which ends the call.
+        log.exception("relay of call %s failed", call_id)
     finally:
         with contextlib.suppress(Exception):  # already closed by the other side
             ws.close()
@@ -192,7 +196,11 @@ class Relay:
         ):
             log.warning("relay of call %s: a setup for another call was refused", self.call_id)
             raise ConnectionClosed()
-        self.session = start_session(self.organization_id, self.agent_id, on_tool=self._tool_called)
+        try:
+            self.session = start_session(self.organization_id, self.agent_id, on_tool=self._tool_called)
+        except ApiError:  # the member is no longer an AI agent with a configuration
+            log.warning("relay of call %s: agent %s has no configuration", self.call_id, self.agent_id)
+            raise ConnectionClosed() from None
         if call.status != "in_progress":
             call.status = "in_progress"
             call.answered_at = call.answered_at or utcnow()

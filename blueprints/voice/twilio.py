@@ -13,6 +13,7 @@ from flask import current_app
 from blueprints.channels.crypto import decrypt_token
 from blueprints.voice.models import Call, VoiceNumber
 from blueprints.voice.provider import PlacedCall, ProviderError, StatusUpdate
+from blueprints.voice.services import inbound
 
 STATUS_PATH = "/webhooks/twilio/voice/status"
 STATUS_EVENTS = ("initiated", "ringing", "answered", "completed")
@@ -93,9 +94,12 @@ class TwilioProvider:
         data: dict[str, str | list[str]] = {
             "To": call.to_number,
             "From": call.from_number,
-            # What the call does once answered (the relay's TwiML is designed, not built: docs/voice.md):
-            # for now an outbound call says nothing and stays up until hung up.
-            "Twiml": '<Response><Pause length="60"/></Response>',
+            # What the call does once answered: an AI agent's call talks over ConversationRelay (the same
+            # TwiML and relay as an inbound call's); a person's call says nothing and stays up until
+            # hung up.
+            "Twiml": inbound.connect_relay(call)
+            if call.agent_id
+            else '<Response><Pause length="60"/></Response>',
             "StatusCallback": status_callback_url(),
             "StatusCallbackEvent": list(STATUS_EVENTS),  # repeated, one per event
             "StatusCallbackMethod": "POST",

@@ -447,3 +447,27 @@ def test_the_simulator_plays_an_inbound_call_over_the_same_relay_offline(
     assert [d["trigger"] for d in deliveries] == ["end_of_call"]
     # the live store saw nothing of it
     assert client.get(voice(org) + "/calls", headers=org.headers()).get_json()["total"] == 0
+
+
+def test_an_outbound_call_of_an_ai_agent_talks_over_the_same_relay(
+    client: FlaskClient, org: Org, twilio: Any, twilio_number: dict[str, Any], llm: FakeLLM, server: str
+) -> None:
+    agent_id = make_agent(client, org, {**CONFIG, "call_transfers": []})
+    llm.reply("Hola, le llamo de Acme por su pedido.")
+    llm.reply("Resumen de la llamada.")
+    placed = client.post(
+        voice(org) + "/calls", json={"to": "+525512340000", "agent_id": agent_id}, headers=org.headers()
+    )
+    assert placed.status_code == 201, placed.get_json()
+    call = placed.get_json()
+    [sent] = twilio.requests_to("/Calls.json")
+    twiml = sent.form["Twiml"]
+    assert attribute(twiml, "Connect", "action") == f"{PUBLIC_BASE_URL}{RELAY_ENDED}?call={call['id']}"
+    relay = open_relay(twiml, server)
+    relay.send(**{**setup_frame(call["provider_call_id"], call["id"]), "direction": "outbound-api"})
+    relay.send(type="prompt", voicePrompt="¿Bueno?", lang="es-MX", last=True)
+    assert "".join(relay.answer()) == "Hola, le llamo de Acme por su pedido."
+    relay.ws.close()  # the person hung up
+    stored = wait_for(lambda: (c := the_call(client, org, call["id"]))["summary"] and c)
+    assert stored["summary"] == "Resumen de la llamada." and stored["status"] == "completed"
+    assert [line["speaker"] for line in stored["transcript"]] == ["caller", "agent"]

@@ -302,3 +302,23 @@ def test_the_list_and_a_new_agent(client: FlaskClient, org: Org, boss: Desk) -> 
     html = boss.client.get(target).get_data(as_text=True)
     assert "Nueva asistente" in html and 'name="sections.identity"' in html
     assert boss.post("/agents/new", {"name": " "}).status_code == 422
+
+
+def test_every_save_and_restore_from_the_studio_is_in_the_audit_log(
+    client: FlaskClient, org: Org, boss: Desk
+) -> None:
+    agent_id = new_agent(client, org, config=CONFIG)
+    _html, form = studio(boss, agent_id)
+    form["sections.chat.temperature"] = "0.3"
+    assert boss.post(f"/agents/{agent_id}/config", form).status_code == 200
+    refused = form.copy()
+    refused["sections.chat.temperature"] = "1.5"
+    assert boss.post(f"/agents/{agent_id}/config", refused).status_code == 422  # refused: no entry
+    assert boss.post(f"/agents/{agent_id}/versions/1/restore", {"expected_version": "2"}).status_code == 204
+    body = client.get(mem(org, "/audit-log?take=100"), headers=org.headers()).get_json()
+    entries = [
+        e for e in body["data"] if e["action"] == "agent_config.updated" and e["actor"].startswith("user:")
+    ]
+    # newest first: the restore (version 3), then the save (version 2), both by the desk user
+    assert [e["summary"]["version"] for e in entries] == [3, 2]
+    assert {e["target_id"] for e in entries} == {agent_id}

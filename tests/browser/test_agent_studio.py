@@ -274,18 +274,53 @@ def test_agents_get_403_on_every_studio_url(
     client: FlaskClient, org: Org, make_user: Callable[..., DeskLogin], new_context: Callable[..., Any]
 ) -> None:
     agent_id = _agent(client, org)
+    created = client.post(
+        mem(org, "/knowledge"),
+        json={"title": "Envíos", "body": "Enviamos a todo México.", "agent_id": agent_id},
+        headers=org.headers(),
+    )
+    document_id = created.get_json()["id"]
     ana = make_user(org, "Ana Agente")
     page = _open(new_context, ana, "/desk")
     assert page.locator("nav a[href$='/agents']").count() == 0
+    # every page of the studio (the routes of blueprints/ai/pages/), its "Show more" variants included
     for path in (
         "/agents",
+        f"/agents?after={agent_id}",
         f"/agents/{agent_id}",
+        f"/agents/{agent_id}?tab=versions",
         f"/agents/{agent_id}/versions",
+        f"/agents/{agent_id}/versions?before=2",
         f"/agents/{agent_id}/runs",
+        f"/agents/{agent_id}/runs/more?after={agent_id}",
+        f"/agents/{agent_id}/knowledge",
+        f"/agents/{agent_id}/knowledge?after={document_id}",
+        f"/agents/{agent_id}/knowledge/search?q=envios",
+        f"/agents/{agent_id}/knowledge/{document_id}",
+        f"/agents/{agent_id}/knowledge/{document_id}/edit",
+        f"/agents/{agent_id}/test-chat",
     ):
         response = page.goto(path)
         assert response is not None and response.status == 403, path
         assert page.get_by_text("You do not have access to this page").is_visible()
+    # and every change, sent as the page would send it (with the session's CSRF token)
+    token = page.evaluate("document.querySelector('meta[name=csrf-token]').content")
+    for path in (
+        "/agents/new",
+        f"/agents/{agent_id}/config",
+        f"/agents/{agent_id}/preview",
+        f"/agents/{agent_id}/versions/1/restore",
+        f"/agents/{agent_id}/knowledge",
+        f"/agents/{agent_id}/knowledge/{document_id}",
+        f"/agents/{agent_id}/knowledge/{document_id}/delete",
+        f"/agents/{agent_id}/test-chat/turn",
+    ):
+        answer = page.request.post(
+            path, form={"name": "X", "tc_message": "Hola"}, headers={"X-CSRFToken": token}
+        )
+        assert answer.status == 403, path
+    assert _config(client, org, agent_id)[1] == '"1"'  # nothing changed
+    assert page.errors == [] or all("403" in e for e in page.errors)
 
 
 @pytest.mark.parametrize(("locale", "width"), [("es-MX", 1440), ("es-MX", 390), ("en-US", 390)])

@@ -33,6 +33,7 @@ $(VENDOR)/.installed: package.json package-lock.json
 	cp -r node_modules/bootstrap-icons/font/bootstrap-icons.min.css node_modules/bootstrap-icons/font/fonts $(VENDOR)/bootstrap-icons/
 	cp node_modules/axe-core/axe.min.js $(VENDOR)/
 	cp node_modules/sortablejs/Sortable.min.js $(VENDOR)/
+	cp node_modules/chart.js/dist/chart.umd.min.js $(VENDOR)/
 	touch $@
 
 assets: $(VENDOR)/.installed

@@ -211,7 +211,7 @@ class Relay:
     def _turn(self, text: str, last: bool) -> None:
         assert self.session is not None
         spoke = self._stream(self.session.prompt(text, last))
-        if spoke is not None:
+        if spoke:  # an interrupted answer is not finished with ``last``: the carrier already stopped it
             self._send({"type": "text", "token": "", "last": True})
         self._save()
         if self.session.handoff is not None:

@@ -39,6 +39,7 @@ class Scripted:
     delay: float = 0.0
     raw_arguments: dict[int, str] = field(default_factory=dict)  # index -> raw (invalid) argument text
     during: Callable[[], None] | None = None  # run while this request is being answered
+    word_delay: float = 0.0  # seconds between two streamed words (a slow model, to speak over it)
 
 
 @dataclass
@@ -186,6 +187,8 @@ class FakeLLM:
         yield event({"role": "assistant", "content": ""})
         words = (step.text or "").split(" ")
         for index, word in enumerate(words if step.text else []):
+            if index and step.word_delay:
+                time.sleep(step.word_delay)
             yield event({"content": word if index == 0 else " " + word})
         for index, call in enumerate(calls):
             head = {"index": index, "id": call["id"], "type": "function"}

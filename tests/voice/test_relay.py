@@ -86,10 +86,10 @@ def mem(org: Org, suffix: str) -> str:
     return f"/v1/members/organizations/{org.id}{suffix}"
 
 
-def make_member(client: FlaskClient, org: Org, *, ai: bool, name: str) -> str:
+def make_member(client: FlaskClient, org: Org, *, ai: bool, name: str, **fields: Any) -> str:
     created = client.post(
         f"/v2/messages/organizations/{org.id}/members",
-        json={"name": name, "ai": ai, "organization_id": org.id},
+        json={"name": name, "ai": ai, "organization_id": org.id, **fields},
         headers=org.headers(),
     )
     assert created.status_code == 201, created.get_json()
@@ -473,3 +473,41 @@ def test_an_outbound_call_of_an_ai_agent_talks_over_the_same_relay(
     stored = wait_for(lambda: (c := the_call(client, org, call["id"]))["summary"] and c)
     assert stored["summary"] == "Resumen de la llamada." and stored["status"] == "completed"
     assert [line["speaker"] for line in stored["transcript"]] == ["caller", "agent"]
+
+
+def test_a_person_with_a_phone_is_dialled_and_a_rule_can_transfer_to_a_member(
+    client: FlaskClient, runner: Any, org: Org, twilio_number: dict[str, Any], llm: FakeLLM
+) -> None:
+    """A member's phone (``extra.phone``) is what a number routed to them, or a transfer rule naming
+    them, dials. The transfer is played by the simulator on a live simulator number, with the model."""
+    ana = make_member(client, org, ai=False, name="Ana", extra={"phone": "+52 55 1234 9999"})
+    route(client, org, twilio_number["id"], member_id=ana)
+    twiml = twilio_post(client, INCOMING, incoming_form("CA" + "6" * 32)).get_data(as_text=True)
+    assert twiml.endswith(
+        f'<Response><Dial callerId="{NUMBER}"><Number>+525512349999</Number></Dial></Response>'
+    )
+
+    rules = [{"name": "Soporte", "condition": "the caller has a problem", "target": ana}]
+    agent_id = make_agent(client, org, {**CONFIG, "call_transfers": rules})
+    args = ["voice", "connect", "--org", org.id, "--number", "+525550002000", "--provider", "simulator"]
+    assert runner.invoke(args=[*args, "--agent-id", agent_id]).exit_code == 0
+    llm.call_tools(("transfer_to_human", {"note": "Su SIM no funciona", "rule": "Soporte"}))
+    llm.reply("Falla de SIM, transferida a soporte.")
+    played = runner.invoke(
+        args=[
+            *("voice", "simulate-inbound", "--org", org.id, "--number", "+525550002000", "--json"),
+            *("--say", "Mi SIM no funciona"),
+        ]
+    )
+    assert played.exit_code == 0, played.output
+    result = json.loads(played.stdout)
+    assert result["handoff_data"] == {
+        "call_id": result["call"]["id"],
+        "target": ana,
+        "rule": "Soporte",
+        "reason": "Su SIM no funciona",
+    }
+    call = the_call(client, org, result["call"]["id"])
+    assert call["transfer"]["target_type"] == "member" and call["transfer"]["dial"] == "+525512349999"
+    assert call["status"] == "in_progress"  # the person's leg is ringing: the simulator stops there
+    assert call["summary"] == "Falla de SIM, transferida a soporte."

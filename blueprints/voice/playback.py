@@ -86,10 +86,19 @@ def play_inbound(number: VoiceNumber, caller: str, utterances: list[str]) -> Pla
         provider="simulator",
     )
     twiml = inbound.answer(number, call, route)
-    call_id, agent_id = call.id, call.agent_id
+    call_id = call.id
     uow.commit()  # the call exists before its relay starts, as after Twilio's webhook
-    if "<ConversationRelay" not in twiml or agent_id is None:
+    if "<ConversationRelay" not in twiml:
         return Played(call_id, twiml, [], None)
+    answers, handoff = play(call, number, utterances)
+    return Played(call_id, twiml, answers, handoff)
+
+
+def play(call: Call, number: VoiceNumber, utterances: list[str]) -> tuple[list[str], dict[str, Any] | None]:
+    """Run the relay of an AI agent's ``call`` (inbound, or an outbound one just answered) with a caller
+    saying ``utterances``, then apply the action URL's answer. The agent's answers and the hand-off."""
+    call_id, agent_id = call.id, call.agent_id
+    assert agent_id is not None
     script = [_setup(call, number)] + [
         {"type": "prompt", "voicePrompt": text, "lang": inbound.DEFAULT_LANGUAGE, "last": True}
         for text in utterances
@@ -104,7 +113,7 @@ def play_inbound(number: VoiceNumber, caller: str, utterances: list[str]) -> Pla
     ended = db.session.get(Call, call_id)
     if ended is not None:
         inbound.after_relay(ended, number)
-    return Played(call_id, twiml, socket.answers(), handoff)
+    return socket.answers(), handoff
 
 
 def _setup(call: Call, number: VoiceNumber) -> dict[str, Any]:
@@ -113,8 +122,8 @@ def _setup(call: Call, number: VoiceNumber) -> dict[str, Any]:
         "sessionId": f"VX{uuid.uuid4().hex}",
         "callSid": call.provider_call_id,
         "from": call.from_number,
-        "to": number.number,
-        "direction": "inbound",
-        "callStatus": "RINGING",
+        "to": call.to_number,
+        "direction": "inbound" if call.direction == "inbound" else "outbound-api",
+        "callStatus": "RINGING" if call.direction == "inbound" else "IN-PROGRESS",
         "customParameters": {"call_id": str(call.id)},
     }

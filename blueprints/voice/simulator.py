@@ -19,6 +19,7 @@ from core.jobs import job
 BUSY_SUFFIX = "0486"
 NO_ANSWER_SUFFIX = "0404"
 DURATION_SECONDS = 3
+MAX_SCRIPT_LINES = 50
 
 
 def script(to_number: str) -> list[str]:
@@ -62,6 +63,31 @@ def simulate_step(provider_call_id: str, step: int) -> None:
         return
     status = statuses[step]
     duration = DURATION_SECONDS if status == "completed" else None
-    lifecycle.apply_update(call, StatusUpdate(provider_call_id, status, step, duration_seconds=duration))
+    changed = lifecycle.apply_update(
+        call, StatusUpdate(provider_call_id, status, step, duration_seconds=duration)
+    )
+    if changed and status == "in_progress" and call.agent_id and _script(call):
+        _play(call)
     if call.status not in ("completed", "busy", "no_answer", "failed", "canceled"):
         _schedule(provider_call_id, step + 1)
+
+
+def _script(call: Call) -> list[str]:
+    """``metadata.script`` of an AI agent's call: what the simulated person says once they answer."""
+    script = (call.call_metadata or {}).get("script")
+    if not isinstance(script, list):
+        return []
+    return [str(line)[:2000] for line in script[:MAX_SCRIPT_LINES] if isinstance(line, str) and line.strip()]
+
+
+def _play(call: Call) -> None:
+    """The answered person says the script over the AI agent's relay (``playback``), then hangs up."""
+    from blueprints.voice.playback import play  # the relay brings the AI runtime: loaded when needed
+
+    number = db.session.scalars(
+        select(VoiceNumber).where(
+            VoiceNumber.id == call.number_id, VoiceNumber.organization_id == call.organization_id
+        )
+    ).first()
+    if number is not None:
+        play(call, number, _script(call))

@@ -447,6 +447,31 @@ def test_the_simulator_plays_an_inbound_call_over_the_same_relay_offline(
         f"{sandbox}/members/{agent_id}/notifications/deliveries", headers=org.headers("sandbox")
     ).get_json()["data"]
     assert [d["trigger"] for d in deliveries] == ["end_of_call"]
+
+    # an outbound call of the agent in the sandbox: the simulated person says metadata.script once
+    # they answer, over the same relay
+    script = {"script": ["¿Cuál es su horario?", "gracias"]}
+    placed = client.post(
+        f"/sandbox/v2/voice/organizations/{org.id}/calls",
+        json={"to": "+525512340000", "agent_id": agent_id, "metadata": script},
+        headers=org.headers("sandbox"),
+    )
+    assert placed.status_code == 201, placed.get_json()
+    outbound = client.get(
+        f"/sandbox/v2/voice/organizations/{org.id}/calls/{placed.get_json()['id']}",
+        headers=org.headers("sandbox"),
+    ).get_json()
+    assert (outbound["direction"], outbound["status"], outbound["ended_reason"]) == (
+        "outbound",
+        "completed",
+        "completed",
+    )
+    assert [(line["speaker"], line["text"]) for line in outbound["transcript"]] == [
+        ("caller", "¿Cuál es su horario?"),
+        ("agent", "Horario\nAbrimos de lunes a viernes de 9 a 18 horas."),
+        ("caller", "gracias"),
+    ]
+    assert outbound["summary"].startswith('The caller said: "¿Cuál es su horario?"')
     # the live store saw nothing of it
     assert client.get(voice(org) + "/calls", headers=org.headers()).get_json()["total"] == 0
 

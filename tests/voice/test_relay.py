@@ -27,6 +27,7 @@ from blueprints.voice import signatures
 from core.environments import LIVE, environment_app
 from tests.conftest import Org
 from tests.support.fake_llm import FakeLLM
+from tests.support.smtp_server import SmtpServer, smtp_server
 from tests.voice.conftest import ACCOUNT_SID, AUTH_TOKEN, NUMBER, PUBLIC_BASE_URL, voice
 
 CALLER = "+525511112222"
@@ -69,6 +70,16 @@ def llm(app: Flask, llm_server: FakeLLM) -> FakeLLM:
         LLM_MAX_RETRIES=0,
     )
     return llm_server
+
+
+@pytest.fixture
+def mailbox(app: Flask) -> Iterator[SmtpServer]:
+    """A real SMTP server on loopback: where the end_of_call e-mail is delivered."""
+    with smtp_server() as smtp:
+        environment_app(app, LIVE).config.update(
+            SMTP_HOST=smtp.host, SMTP_PORT=smtp.port, SMTP_STARTTLS=False, SMTP_TIMEOUT_SECONDS=2
+        )
+        yield smtp
 
 
 @pytest.fixture
@@ -209,6 +220,7 @@ def test_an_inbound_call_is_answered_by_the_agent_and_transferred_by_a_rule(
     twilio_number: dict[str, Any],
     llm: FakeLLM,
     server: str,
+    mailbox: SmtpServer,
 ) -> None:
     agent_id = make_agent(client, org)
     route(client, org, twilio_number["id"], agent_id=agent_id)
@@ -310,6 +322,8 @@ def test_an_inbound_call_is_answered_by_the_agent_and_transferred_by_a_rule(
     data = delivery["payload"]["data"]
     assert data["call_id"] == call["id"] and data["summary"] == SUMMARY and data["outcome"] == "handed_off"
     assert data["transfer"]["target"] == SALES and data["contact_address"] == CALLER
+    [mail] = wait_for(lambda: mailbox.to("ops@example.test"))  # delivered by its job, through SMTP
+    assert "call ended" in mail.subject and SUMMARY in mail.text
 
     # another organization's key never sees the call
     other = client.get(voice(other_org) + f"/calls/{call['id']}", headers=other_org.headers())

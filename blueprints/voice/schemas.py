@@ -114,6 +114,17 @@ class TranscriptEntry(BaseModel):
     at_ms: int
 
 
+class TransferOut(BaseModel):
+    """The hand-off of an AI-answered call to a person (docs/voice.md, "Calls")."""
+
+    target: str | None = Field(description="the rule's target: an E.164 number or a member id; null: no rule")
+    target_type: Literal["phone", "member"] | None
+    rule: str | None = Field(description="the `call_transfers` rule's name")
+    reason: str = Field(description="the agent's note")
+    dial: str | None = Field(description="the number the call was dialled to; null: nobody to dial")
+    at: str
+
+
 class CallOut(BaseModel):
     model_config = {"populate_by_name": True}
 
@@ -138,7 +149,7 @@ class CallOut(BaseModel):
     recording_url: str | None
     transcript: list[TranscriptEntry]
     summary: str | None
-    transfer: dict[str, Any] | None
+    transfer: TransferOut | None
     metadata: dict[str, Any]
     created_at: str
     updated_at: str

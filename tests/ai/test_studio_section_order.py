@@ -176,3 +176,26 @@ def test_the_test_chat_sends_the_forms_order(client: FlaskClient, org: Org, boss
     assert turn.status_code == 200, turn.get_data(as_text=True)
     assert headings(llm.system(-1))[:4] == ["Rules", "Zeta", "Identity", "Faq"]
     assert config(client, org, agent_id)[0]["section_order"] == []  # nothing saved
+
+
+def test_the_test_chat_words_an_order_refusal_in_both_languages(
+    client: FlaskClient, org: Org, boss: Desk, llm: FakeLLM
+) -> None:
+    agent_id = new_agent(client, org, config={"sections": SECTIONS})
+    _html, form = studio(boss, agent_id)
+    # two cards renamed to the same name: the order names it twice
+    form.setlist("section_order", ["identity", "rules", "rules", "faq", "zeta"])
+    form["tc_message"] = "Hola"
+    english = boss.post(f"/agents/{agent_id}/test-chat/turn", form)
+    assert english.status_code == 422
+    html = english.get_data(as_text=True)
+    assert 'data-field="section_order.2"' in html
+    assert "Two sections have the same name: give each section its own name." in html
+    spanish = boss.post(f"/agents/{agent_id}/test-chat/turn", form, **{"Accept-Language": "es"})
+    assert "Dos secciones tienen el mismo nombre" in spanish.get_data(as_text=True)
+    # the rules' range in the studio's words
+    form.setlist("section_order", ["identity"])
+    form["sections.chat.temperature"] = "1.5"
+    ranged = boss.post(f"/agents/{agent_id}/test-chat/turn", form).get_data(as_text=True)
+    assert "Out of range: between 0 and 1." in ranged
+    assert llm.requests == []

@@ -50,6 +50,8 @@ MESSAGES: dict[str, LazyString] = {
     "transfer_target_invalid": _("Write a phone number with its country code, or a member's id."),
     "transfer_target_unknown": _("No member of the organization has this id."),
     "not_an_ai_agent": _("This member is not an AI agent."),
+    "section_order_duplicate": _("Two sections have the same name: give each section its own name."),
+    "section_order_unknown": _("The order of the sections names a section the agent does not have."),
 }
 
 # Bounds of a range the rule may give alone (a lower bound only, an upper bound only).

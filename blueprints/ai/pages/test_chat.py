@@ -27,9 +27,9 @@ from werkzeug.datastructures import MultiDict
 
 from blueprints.ai import offline, playground, views
 from blueprints.ai.pages import pages
+from blueprints.ai.pages.refusals import message_for
 from blueprints.ai.schemas import SampleMessage
 from blueprints.ai.studio_form import config_from_form
-from blueprints.desk.errors import refusal_message
 from blueprints.desk.fragments import vary_fragment
 from blueprints.desk.security import DeskUser, require_role, signed_in
 from blueprints.members.agent_config import AgentConfigDraft, parse
@@ -126,7 +126,8 @@ def studio_test_chat_turn(agent_id: str) -> Response:
         try:
             draft = parse(AgentConfigDraft, config_from_form(form), organization_id=me.organization_id)
         except ApiError as refusal:
-            return _refusal(me, agent, refusal_message(refusal), refusal.param)
+            # the studio's words for the rule (its range, the item), as its Save shows them
+            return _refusal(me, agent, message_for(refusal), refusal.param)
         config = draft.values()
     # without the editor's form (the pane alone): the stored configuration, as the API without ``config``
     result = playground.run_test(me.organization_id, str(agent.id), sample, config, service)

@@ -71,6 +71,9 @@ class Call(UUIDPrimaryKeyMixin, TimestampMixin, db.Model):
     transcript: Mapped[list[Any]] = mapped_column(JSONType, default=list)
     summary: Mapped[str | None] = mapped_column(Text)
     transfer: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+    # The ConversationRelay session that took the call (set once, at its setup): a second socket opened
+    # with the same token is refused, so one agent session runs per call.
+    relay_session_id: Mapped[str | None] = mapped_column(String(64))
     # The highest status-callback SequenceNumber applied (-1: none yet); later or equal ones are ignored.
     last_sequence_number: Mapped[int] = mapped_column(Integer, default=-1)
     call_metadata: Mapped[dict[str, Any]] = mapped_column("metadata", JSONType, default=dict)

@@ -33,7 +33,7 @@ from typing import Any, Protocol
 
 from flask import Blueprint, Response, request
 from simple_websocket import ConnectionClosed, Server
-from sqlalchemy import select
+from sqlalchemy import or_, select, update
 
 from blueprints.ai.voice_turns import VoiceEnd, VoiceSession, start_session
 from blueprints.voice import lifecycle
@@ -196,6 +196,9 @@ class Relay:
         ):
             log.warning("relay of call %s: a setup for another call was refused", self.call_id)
             raise ConnectionClosed()
+        if not self._bind(str(frame.get("sessionId") or "")[:64] or f"relay-{uuid.uuid4().hex}"):
+            log.warning("relay of call %s: a second relay session was refused", self.call_id)
+            raise ConnectionClosed()
         try:
             self.session = start_session(self.organization_id, self.agent_id, on_tool=self._tool_called)
         except ApiError:  # the member is no longer an AI agent with a configuration
@@ -207,6 +210,22 @@ class Relay:
             db.session.flush()
             lifecycle.publish(call)
         uow.commit()
+
+    def _bind(self, session_id: str) -> bool:
+        """Take the call for this relay session, once (a conditional UPDATE: two sockets racing with the
+        same token cannot both win). The same session setting up again keeps it."""
+        taken = db.session.execute(
+            update(Call)
+            .where(
+                Call.id == self.call_id,
+                Call.organization_id == self.organization_id,
+                or_(Call.relay_session_id.is_(None), Call.relay_session_id == session_id),
+            )
+            .values(relay_session_id=session_id)
+            .execution_options(synchronize_session=False)
+        )
+        uow.commit()
+        return bool(getattr(taken, "rowcount", 0))
 
     def _turn(self, text: str, last: bool) -> None:
         assert self.session is not None

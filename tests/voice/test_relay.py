@@ -343,6 +343,10 @@ def test_a_caller_who_hangs_up_ends_the_call_with_an_offline_summary(
     relay.send(**setup_frame("CA" + "2" * 32, call_id))
     relay.send(type="prompt", voicePrompt="gracias", lang="es-MX", last=True)
     assert relay.drain() == []  # small talk: no answer, no hand-off
+    second = open_relay(twiml, server)  # the same token again, while the call's relay is running
+    second.send(**setup_frame("CA" + "2" * 32, call_id))
+    with pytest.raises(ConnectionClosed):
+        second.receive(timeout=5)  # refused: one agent session per call
     relay.ws.close()  # the caller hung up
 
     stored = wait_for(lambda: (c := the_call(client, org, call_id))["summary"] and c)

@@ -1048,6 +1048,11 @@ document.addEventListener("change", function (evt) {
       card.focus();
       return;
     }
+    const board = card.closest("[data-board]");
+    if (board && html && stale(board, html)) {
+      reloadView(board); // moved, on a board whose columns changed meanwhile: shown again as it is
+      return;
+    }
     if (window.htmx && html) {
       window.htmx.swap(card, html, { swapStyle: "outerHTML" });
     }
@@ -1153,13 +1158,69 @@ document.addEventListener("change", function (evt) {
     return board.querySelector('[data-card-id="' + CSS.escape(cardId) + '"]');
   }
 
+  // An answer whose column heads are not the board's (a stage created since the board was shown, or one
+  // deleted) is about columns this board does not have: the view is fetched again instead (swapped in,
+  // a head with no column to land in would be htmx's oobErrorNoTarget, a card for a new stage would have
+  // nowhere to go). So is one with any out-of-band part the page has no place for.
+  function stale(board, html) {
+    if (true) { return false; }
+    const template = document.createElement("template");
+    template.innerHTML = html;
+    const parts = template.content.querySelectorAll("[hx-swap-oob][id]");
+    if (Array.prototype.some.call(parts, function (part) { return !document.getElementById(part.id); })) {
+      return true;
+    }
+    const heads = template.content.querySelectorAll(".board-column-head[id]");
+    if (!heads.length) {
+      return false;
+    }
+    const shown = board.querySelectorAll("[data-column] .board-column-head[id]");
+    const named = new Set(Array.prototype.map.call(heads, function (head) { return head.id; }));
+    return shown.length !== named.size ||
+      Array.prototype.some.call(shown, function (head) { return !named.has(head.id); });
+  }
+
+  // The board's view pane fetched again (filters and pipeline as the URL says), once no card is in hand.
+  function reloadView(board) {
+    const pane = board && board.closest("#deals-view, #ticket-view");
+    if (!pane || !window.htmx || !board.isConnected) {
+      return;
+    }
+    if (dragging || board.querySelector('[data-moving="1"]')) {
+      window.setTimeout(function () { reloadView(board); }, 1000);
+      return;
+    }
+    if (pane.dataset.reloading) {
+      return; // one is on its way: it shows every column as it is now
+    }
+    pane.dataset.reloading = "1";
+    window.htmx
+      .ajax("GET", window.location.pathname + window.location.search, { target: pane, swap: "innerHTML" })
+      .finally(function () { delete pane.dataset.reloading; });
+  }
+
   let headsTimer = null;
   function refreshHeads(board) {
     window.clearTimeout(headsTimer);
     headsTimer = window.setTimeout(function () {
-      if (board.isConnected && board.dataset.headsUrl && window.htmx) {
-        window.htmx.ajax("GET", board.dataset.headsUrl, { source: board, swap: "none" });
+      if (!board.isConnected || !board.dataset.headsUrl || !window.htmx) {
+        return;
       }
+      fetch(board.dataset.headsUrl, { headers: { "HX-Request": "true" }, credentials: "same-origin" })
+        .then(function (response) {
+          return response.ok ? response.text() : null;
+        })
+        .then(function (html) {
+          if (html === null || !board.isConnected) {
+            return;
+          }
+          if (stale(board, html)) {
+            reloadView(board);
+          } else {
+            window.htmx.swap(board, html, { swapStyle: "none" });
+          }
+        })
+        .catch(function () {});
     }, 300);
   }
 
@@ -1199,6 +1260,10 @@ document.addEventListener("change", function (evt) {
       return;
     }
     if (status === 200) {
+      if (stale(board, html)) {
+        reloadView(board);
+        return;
+      }
       if (current) {
         window.htmx.swap(current, html, { swapStyle: "outerHTML" });
       } else {
@@ -1267,17 +1332,145 @@ document.addEventListener("change", function (evt) {
     });
   });
 
-  document.body.addEventListener("desk:reconnected", function again() {
-    const board = liveBoard();
-    const pane = board && board.closest("#deals-view, #ticket-view");
-    if (!pane || !window.htmx) {
+  document.body.addEventListener("desk:reconnected", function () {
+    reloadView(liveBoard());
+  });
+})();
+
+// The deal list (the board's table view) follows the board's events too. A row it shows is fetched again
+// (data-row-url with its id, under the list's filters) and swapped in place with the totals out of band;
+// an empty answer (the deal left the list: deleted, another pipeline, filtered out) or a 404 fetches the
+// list again (data-view-url: filters, order and page), as does a deal it does not show that now belongs
+// in it (asked with new=1: 204 when it does not), so that the row lands at its place in the list's order
+// and pages. Fetching the list again waits for a burst of events to end; the focus stays on the row (or
+// the sort header) it was on. A reconnect fetches the list again (events may have been missed).
+(function () {
+  "use strict";
+
+  const inFlight = new Map(); // deal id -> {again: true when another event came during the request}
+  let reloadTimer = null;
+
+  function liveList() {
+    return document.querySelector("[data-deal-list][data-row-url]");
+  }
+
+  function rowOf(list, dealId) {
+    return list.querySelector('tr[data-deal-id="' + CSS.escape(dealId) + '"]');
+  }
+
+  function rowUrl(list, dealId, isNew) {
+    const url = new URL(
+      list.dataset.rowUrl.split(list.dataset.rowUrlId).join(encodeURIComponent(dealId)),
+      window.location.href
+    );
+    if (isNew) {
+      url.searchParams.set("new", "1");
+    }
+    return url.pathname + url.search;
+  }
+
+  // Where the focus was, said so that it can be found again in the list fetched anew.
+  function focusKey(list) {
+    const active = document.activeElement;
+    if (!active || !list.contains(active)) {
+      return null;
+    }
+    const row = active.closest("tr[data-deal-id]");
+    if (row) {
+      return 'tr[data-deal-id="' + CSS.escape(row.dataset.dealId) + '"] a';
+    }
+    const sort = active.closest("th");
+    if (sort && sort.parentElement) {
+      return "thead th:nth-child(" + (Array.prototype.indexOf.call(sort.parentElement.children, sort) + 1) + ") a";
+    }
+    return null;
+  }
+
+  function reloadList() {
+    window.clearTimeout(reloadTimer);
+    reloadTimer = window.setTimeout(function () {
+      const list = liveList();
+      const pane = list && list.closest("#deals-view");
+      if (!pane || !window.htmx) {
+        return;
+      }
+      const focus = focusKey(list);
+      window.htmx.ajax("GET", list.dataset.viewUrl, { target: pane, swap: "innerHTML" }).then(function () {
+        const again = focus && pane.querySelector("[data-deal-list] " + focus);
+        if (again) {
+          again.focus();
+        }
+      });
+    }, 300);
+  }
+
+  function answered(list, dealId, status, html) {
+    if (!list.isConnected) {
+      return; // the list was shown again meanwhile: its rows are current
+    }
+    const current = rowOf(list, dealId);
+    if (status === 204) {
+      return; // not in this list, now or before
+    }
+    if (status !== 200 && status !== 404) {
+      return; // a failure says nothing about the deal: the row stays as it is
+    }
+    if (status === 404 && !current) {
+      return; // not this organization's to see, and not shown
+    }
+    const template = document.createElement("template");
+    template.innerHTML = status === 200 ? html : "";
+    const row = template.content.querySelector("tr[data-deal-id]");
+    if (!current || !row) {
+      reloadList(); // joined the list, or left it: its place and the pages change
       return;
     }
-    if (dragging || board.querySelector('[data-moving="1"]')) {
-      window.setTimeout(again, 1000);
+    const refocus = current.contains(document.activeElement);
+    window.htmx.swap(current, html, { swapStyle: "outerHTML" });
+    const fresh = rowOf(list, dealId);
+    if (refocus && fresh && fresh.querySelector("a")) {
+      fresh.querySelector("a").focus();
+    }
+  }
+
+  function liveRow(dealId) {
+    const list = liveList();
+    if (!list || !window.htmx) {
       return;
     }
-    window.htmx.ajax("GET", window.location.pathname + window.location.search, { target: pane, swap: "innerHTML" });
+    const running = inFlight.get(dealId);
+    if (running) {
+      running.again = true;
+      return;
+    }
+    const slot = { again: false };
+    inFlight.set(dealId, slot);
+    fetch(rowUrl(list, dealId, !rowOf(list, dealId)), { headers: { "HX-Request": "true" }, credentials: "same-origin" })
+      .then(function (response) {
+        return response.text().then(function (html) { answered(list, dealId, response.status, html); });
+      })
+      .catch(function () {})
+      .finally(function () {
+        inFlight.delete(dealId);
+        if (slot.again) {
+          liveRow(dealId);
+        }
+      });
+  }
+
+  ["deal.moved", "deal.updated"].forEach(function (name) {
+    document.body.addEventListener("desk:" + name, function (evt) {
+      const data = (evt.detail && evt.detail.data) || {};
+      if (data.id && liveList()) {
+        liveRow(String(data.id));
+      }
+    });
+  });
+
+  document.body.addEventListener("desk:reconnected", function () {
+    if (liveList()) {
+      reloadList();
+    }
   });
 })();
 
@@ -2067,3 +2260,252 @@ document.addEventListener("change", function (evt) {
     updateMoves();
   }
 })();
+
+// ---- Copy buttons and focus after a swap (settings pages: the API key shown once) ----------------------
+// A button with data-copy="<selector>" copies that field's value; its label says "Copied" for a moment and
+// a polite live region announces it. Where the Clipboard API is refused (an http page other than
+// localhost), the field's text is selected instead, so Ctrl+C / long-press copies it. An element marked
+// data-autofocus in swapped content takes the focus (a new key's panel, a confirmation's button).
+(function () {
+  "use strict";
+
+  function announce(button, text) {
+    const scope = button.closest(".card, form, section") || document;
+    const status = scope.querySelector("[data-copy-status]");
+    if (status) {
+      status.textContent = text;
+    }
+    const label = button.querySelector("[data-copy-label]");
+    if (label) {
+      const before = label.dataset.original || label.textContent;
+      label.dataset.original = before;
+      label.textContent = text;
+      window.setTimeout(function () { label.textContent = before; }, 2000);
+    }
+  }
+
+  document.addEventListener("click", function (evt) {
+    const button = evt.target.closest && evt.target.closest("[data-copy]");
+    if (!button) {
+      return;
+    }
+    const field = document.querySelector(button.dataset.copy);
+    if (!field) {
+      return;
+    }
+    const copied = button.dataset.copiedText || "Copied";
+    const selectIt = function () {
+      field.focus();
+      field.select();
+    };
+    if (navigator.clipboard && window.isSecureContext) {
+      navigator.clipboard.writeText(field.value).then(function () { announce(button, copied); }, selectIt);
+    } else {
+      selectIt();
+    }
+  });
+
+  document.addEventListener("focusin", function (evt) {
+    if (evt.target.matches && evt.target.matches("[data-select-on-focus]")) {
+      evt.target.select();
+    }
+  });
+
+  document.body.addEventListener("htmx:afterSettle", function (evt) {
+    const scope = evt.detail.elt && evt.detail.elt.querySelector ? evt.detail.elt : document;
+    const target = (scope.matches && scope.matches("[data-autofocus]")) ? scope : scope.querySelector("[data-autofocus]");
+    if (target) {
+      target.focus();
+    }
+  });
+})();
+
+// Broadcasts (templates/inbox/broadcasts/): the progress pane is fetched again when an event says its
+// broadcast moved (broadcast.progress / completed / canceled of this broadcast, or message.updated of one
+// of its messages: delivered, read, failed), at most every 400 ms; the new-broadcast form shows the list or
+// the label chooser and checks the recipients again when the source changes, and fills the preview.
+(function () {
+  "use strict";
+  const body = document.body;
+  let waiting = null;
+  function refreshProgress() {
+    if (waiting) {
+      return;
+    }
+    waiting = setTimeout(function () {
+      waiting = null;
+      const pane = document.getElementById("broadcast-progress");
+      if (pane && window.htmx) {
+        window.htmx.ajax("GET", pane.dataset.refreshUrl, { target: "#broadcast-progress", swap: "outerHTML" });
+      }
+    }, 400);
+  }
+  ["broadcast.progress", "broadcast.completed", "broadcast.canceled", "message.updated"].forEach(function (type) {
+    body.addEventListener("desk:" + type, function (evt) {
+      const pane = document.getElementById("broadcast-progress");
+      const data = (evt.detail && evt.detail.data) || {};
+      if (!pane) {
+        return;
+      }
+      const ours = type === "message.updated"
+        ? Array.prototype.some.call(pane.querySelectorAll("[data-message-id]"), function (row) {
+          return row.dataset.messageId === String(data.id);
+        })
+        : String(data.broadcast_id) === pane.dataset.broadcastId;
+      if (ours) {
+        refreshProgress();
+      }
+    });
+  });
+  body.addEventListener("desk:reconnected", function () {
+    if (document.getElementById("broadcast-progress")) {
+      refreshProgress();
+    }
+  });
+
+  body.addEventListener("change", function (evt) {
+    const source = evt.target.closest && evt.target.closest("[data-broadcast-source]");
+    if (!source) {
+      return;
+    }
+    const form = source.form;
+    const byLabel = source.value === "label";
+    form.querySelector(".broadcast-source-csv").hidden = byLabel;
+    form.querySelector(".broadcast-source-label").hidden = !byLabel;
+    const field = form.querySelector(byLabel ? "#broadcast-label" : "#broadcast-numbers");
+    if (field && window.htmx) {
+      window.htmx.trigger(field, byLabel ? "change" : "input");
+    }
+  });
+
+  body.addEventListener("input", function (evt) {
+    const parameter = evt.target.closest && evt.target.closest("#broadcast-form [data-param]");
+    const preview = parameter && parameter.form.querySelector("[data-broadcast-preview]");
+    if (!preview) {
+      return;
+    }
+    const values = {};
+    parameter.form.querySelectorAll("[data-param]").forEach(function (input) {
+      values[input.dataset.param] = input.value;
+    });
+    preview.textContent = preview.dataset.templateBody.replace(/\{\{\s*([a-z0-9_]+)\s*\}\}/g, function (whole, name) {
+      return values[name] || whole;
+    });
+  });
+})();
+
+// ---- the members area's pages --------------------------------------------------------------------------
+// The team dashboard's charts (templates/members/team/_pane.html): the numbers come in the pane's
+// data-team-charts attribute (JSON: the page's policy runs no inline script) and Chart.js, from
+// static/vendor, draws them in the presence dots' colours. They are drawn when the page loads and again when
+// the filters swap the pane; the "Now" part refreshes itself (hx-trigger on presence.updated) and leaves
+// the charts alone. No animation: a chart is read, not watched, and motion is not everyone's friend.
+(function () {
+  "use strict";
+
+  const COLOURS = { online: "--bs-success", busy: "--bs-danger", away: "--bs-warning", offline: "--bs-gray-500" };
+  let drawn = [];
+
+  function colour(status) {
+    return getComputedStyle(document.body).getPropertyValue(COLOURS[status] || "--bs-secondary").trim();
+  }
+
+  function hours(value, unit, locale) {
+    return value.toLocaleString(locale, { maximumFractionDigits: 1 }) + " " + unit;
+  }
+
+  function stackedBars(canvas, labels, series, data, horizontal) {
+    const locale = document.documentElement.lang || undefined;
+    const valueAxis = horizontal ? "x" : "y";
+    const scales = { x: { stacked: true }, y: { stacked: true } };
+    scales[valueAxis].beginAtZero = true;
+    scales[valueAxis].title = { display: true, text: data.unit };
+    return new window.Chart(canvas, {
+      type: "bar",
+      data: {
+        labels: labels,
+        datasets: data.chart.statuses.map(function (status) {
+          return {
+            label: data.names[status] || status,
+            data: series[status],
+            backgroundColor: colour(status),
+            borderWidth: 0,
+          };
+        }),
+      },
+      options: {
+        indexAxis: horizontal ? "y" : "x",
+        locale: locale,
+        animation: false,
+        responsive: true,
+        maintainAspectRatio: false,
+        scales: scales,
+        plugins: {
+          legend: { position: "bottom" },
+          tooltip: {
+            callbacks: {
+              label: function (item) {
+                return item.dataset.label + ": " + hours(item.raw, data.unit, locale);
+              },
+            },
+          },
+        },
+      },
+    });
+  }
+
+  function reasonBars(canvas, data) {
+    const locale = document.documentElement.lang || undefined;
+    return new window.Chart(canvas, {
+      type: "bar",
+      data: {
+        labels: data.chart.reasons.labels,
+        datasets: [{ label: data.unit, data: data.chart.reasons.hours, backgroundColor: colour("away"), borderWidth: 0 }],
+      },
+      options: {
+        indexAxis: "y",
+        locale: locale,
+        animation: false,
+        responsive: true,
+        maintainAspectRatio: false,
+        scales: { x: { beginAtZero: true, title: { display: true, text: data.unit } } },
+        plugins: {
+          legend: { display: false },
+          tooltip: { callbacks: { label: function (item) { return hours(item.raw, data.unit, locale); } } },
+        },
+      },
+    });
+  }
+
+  function draw() {
+    drawn.forEach(function (chart) { chart.destroy(); });
+    drawn = [];
+    const holder = document.querySelector("[data-team-charts]");
+    if (!holder || typeof window.Chart === "undefined") {
+      return;
+    }
+    const data = JSON.parse(holder.dataset.teamCharts);
+    holder.querySelectorAll("canvas[data-team-chart]").forEach(function (canvas) {
+      const kind = canvas.dataset.teamChart;
+      if (kind === "days") {
+        drawn.push(stackedBars(canvas, data.chart.days.labels, data.chart.days.hours, data, false));
+      } else if (kind === "people") {
+        // one bar per person: the chart grows with the team (CSSOM, which the policy allows)
+        const box = canvas.parentElement;
+        box.style.height = Math.max(10, 5 + 2 * data.chart.people.labels.length) + "rem";
+        drawn.push(stackedBars(canvas, data.chart.people.labels, data.chart.people.hours, data, true));
+      } else if (kind === "reasons") {
+        drawn.push(reasonBars(canvas, data));
+      }
+    });
+  }
+
+  document.addEventListener("DOMContentLoaded", draw);
+  document.body.addEventListener("htmx:afterSettle", function (evt) {
+    const target = evt.detail && evt.detail.target;
+    if (target && target.id === "team-pane") {
+      draw();
+    }
+  });
+})();
+// ---- end of the members area's pages

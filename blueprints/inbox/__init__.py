@@ -13,9 +13,11 @@ def init_app(app: Flask) -> None:
     # blueprints.inbox.x runs this package's __init__ first, and its API and pages import the whole area.
     from blueprints.inbox.api import api
     from blueprints.inbox.pages import pages
+    from blueprints.inbox.pages.broadcasts import pages as broadcast_pages
     from blueprints.inbox.services.assignment import pick_up_when_online, route_incoming_messages
 
     app.register_api(api)  # type: ignore[attr-defined]
     app.register_blueprint(pages)
+    app.register_blueprint(broadcast_pages)  # /broadcasts, supervisors only
     subscribe_batch("message.created", route_incoming_messages)
     subscribe("presence.updated", pick_up_when_online)

@@ -181,6 +181,13 @@ NAV = (
     NavItem("contacts", "crm_pages.contacts_page", "bi-person-vcard", lazy_pgettext("rail", "Contacts")),
     NavItem("team", "members_pages.team_page", "bi-people", lazy_pgettext("rail", "Team"), True),
     NavItem("agents", "ai_pages.agents_page", "bi-robot", lazy_pgettext("rail", "AI agents"), True),
+    NavItem(
+        "broadcasts",
+        "broadcasts_pages.broadcasts_page",
+        "bi-megaphone",
+        lazy_pgettext("rail", "Broadcasts"),
+        True,
+    ),
     NavItem("telecom", "telecom_pages.telecom_page", "bi-sim", lazy_pgettext("rail", "Telecom"), True),
     NavItem("audit", "audit_pages.audit_page", "bi-journal-text", lazy_pgettext("rail", "Audit"), True),
     NavItem("settings", "members_pages.people_page", "bi-gear", lazy_pgettext("rail", "Settings"), True),

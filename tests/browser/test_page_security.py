@@ -373,6 +373,8 @@ def _demo_ids(app: Flask, runner: FlaskCliRunner) -> DemoIds:
             "document_id": document,
             **crm,
             "state": "new",  # a ticket board column
+            # the demo sends no broadcast: an id that names none (the designed 404, under the policy too)
+            "broadcast_id": str(uuid.uuid4()),
         }
     return DemoIds(values, email, password)
 

@@ -25,7 +25,10 @@ from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy import select
 
+from blueprints.channels import services as channels
+from blueprints.inbox.services import broadcasts
 from blueprints.messaging.models import Message
+from core import uow
 from core.db import db
 from core.environments import LIVE, environment_app, in_environment
 from tests.browser.conftest import DeskLogin, sign_in
@@ -132,6 +135,27 @@ def _seed(
         message = db.session.scalar(
             select(Message.id).where(Message.conversation_id == uuid.UUID(conversation))
         )
+        # a simulator number with a hostile display name, and a broadcast from it with a hostile name
+        channels.connect_address(
+            uuid.UUID(org.id),
+            channels.Connection(
+                service="whatsapp", address="5550777", provider="simulator", verified_name=put("channel-name")
+            ),
+        )
+        broadcast = broadcasts.create_broadcast(
+            uuid.UUID(org.id),
+            broadcasts.BroadcastSpec(
+                name=put("broadcast-name")[:200],
+                organization_address="5550777",
+                meta_template_id="sim_welcome",
+                components=[
+                    {"type": "body", "parameters": [{"type": "text", "parameter_name": "name", "text": "x"}]}
+                ],
+                recipients=[broadcasts.Recipient(to="+525510000001")],
+            ),
+        ).broadcast.id
+        uow.commit()
+    shown["broadcast-name"] = shown["broadcast-name"][:200]
     return {
         "login": supervisor,
         "shown": shown,
@@ -147,6 +171,7 @@ def _seed(
             "account_id": account["id"],
             "task_id": task["id"],
             "state": "new",
+            "broadcast_id": str(broadcast),  # a broadcast's progress
         },
     }
 

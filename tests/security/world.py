@@ -335,6 +335,8 @@ def _params(app: Flask, env: str) -> dict[str, str]:
             "pages:*/tasks/<task_id>": first("crm_tasks")["id"],
             "pages:tickets/<ticket_id>": first("crm_tickets")["id"],
             "pages:tickets/column/<state>": "new",
+            "pages:settings/channels/<address>": first("organization_addresses")["address"],
+            "pages:broadcasts/<broadcast_id>": first("broadcasts")["id"],
         }
     return {kind: _text(value) for kind, value in values.items()}
 

@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 
 from sqlalchemy import and_, func, select
 
+from blueprints.audit import services as audit_log
 from blueprints.channels.models import OrganizationAddress
 from blueprints.inbox.models import MemberAssignment, RoutingRule
 from blueprints.inbox.services.common import as_uuid, conversation_or_404, publish_updated, record_event
@@ -256,6 +257,12 @@ def get_routing(organization_id: uuid.UUID, address: str) -> Routing:
     return _routing(_rule(organization_id, address), address)
 
 
+def routings(organization_id: uuid.UUID) -> dict[str, Routing]:
+    """Every routing rule of the organization by address, in one query (the channels page lists them)."""
+    rules = db.session.scalars(select(RoutingRule).where(RoutingRule.organization_id == organization_id))
+    return {rule.organization_address: _routing(rule, rule.organization_address) for rule in rules}
+
+
 def set_routing(
     organization_id: uuid.UUID, address: str, target: str, team_id: str | None, member_id: str | None
 ) -> Routing:
@@ -273,6 +280,15 @@ def set_routing(
     rule.member_id = member_id if target == "member" else None
     db.session.add(rule)
     db.session.flush()
+    # Where an address's conversations go is an administrative choice: audited like connecting it, from
+    # the API and the desk's channels page alike (names of the fields, never values).
+    audit_log.record(
+        "routing.updated",
+        "organization_address",
+        address,
+        ["target", "team_id", "member_id"],
+        organization_id=organization_id,
+    )
     return _routing(rule, address)
 
 

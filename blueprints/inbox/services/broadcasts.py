@@ -23,6 +23,7 @@ from typing import Any
 from flask import current_app
 from sqlalchemy import func, select, update
 
+from blueprints.audit import services as audit_log
 from blueprints.channels.crypto import TokenDecryptionError
 from blueprints.channels.models import OrganizationAddress
 from blueprints.channels.providers import ProviderError, Template
@@ -133,6 +134,18 @@ def create_broadcast(
     db.session.add_all(recipients.values())
     db.session.flush()
     broadcast_id = str(broadcast.id)
+    audit_log.record(
+        "broadcast.created",
+        "broadcast",
+        broadcast_id,
+        [
+            name
+            for name in ("name", "organization_address", "meta_template_id", "components")
+            if getattr(spec, name)
+        ]
+        + ["recipients"],
+        organization_id=organization_id,
+    )
     publish("broadcast.created", organization_id, {"broadcast_id": broadcast_id, "total": broadcast.total})
     run_broadcast_job.enqueue(str(organization_id), broadcast_id)
     return get_broadcast(organization_id, broadcast_id)
@@ -210,6 +223,9 @@ def cancel_broadcast(organization_id: uuid.UUID, broadcast_id: str) -> Broadcast
         .where(BroadcastRecipient.broadcast_id == broadcast.id, BroadcastRecipient.state == "queued")
         .values(state="canceled", finished_at=utcnow())
     )
+    audit_log.record(
+        "broadcast.canceled", "broadcast", broadcast.id, ["status"], organization_id=organization_id
+    )
     publish("broadcast.canceled", organization_id, {"broadcast_id": str(broadcast.id)})
     return get_broadcast(organization_id, broadcast_id)
 
@@ -240,6 +256,7 @@ def _send_one(broadcast: Broadcast, recipient: BroadcastRecipient) -> None:
         recipient.conversation_id = str(sent.conversation_id) if sent else None
         recipient.finished_at = utcnow()
         db.session.flush()
+        _progressed(broadcast, recipient)
         return
     recipient.state = "sent"
     recipient.message_id = str(message.id)
@@ -248,6 +265,23 @@ def _send_one(broadcast: Broadcast, recipient: BroadcastRecipient) -> None:
     if not existed:
         _mark_opened(broadcast, message.conversation_id)
     db.session.flush()
+    _progressed(broadcast, recipient)
+
+
+def _progressed(broadcast: Broadcast, recipient: BroadcastRecipient) -> None:
+    """One recipient's outcome, to the organization's room once it is committed (the next checkpoint):
+    the desk's progress view refreshes on it. Delivered and read arrive as the message's own
+    ``message.updated``, whose id the view knows from this event's ``message_id``."""
+    publish(
+        "broadcast.progress",
+        broadcast.organization_id,
+        {
+            "broadcast_id": str(broadcast.id),
+            "position": recipient.position,
+            "state": recipient.state,
+            "message_id": recipient.message_id,
+        },
+    )
 
 
 def send_template(organization_id: uuid.UUID, send: messaging.TemplateSend) -> Message:

@@ -22,8 +22,11 @@ from blueprints.voice.models import Call, VoiceNumber
 from blueprints.voice.registry import uses_simulator
 from blueprints.voice.relay import Relay
 from blueprints.voice.services import inbound
+from blueprints.voice.services.calls import number_of
 from core import uow
 from core.db import db
+
+MAX_SCRIPT_LINES = 50
 
 
 @dataclass
@@ -114,6 +117,23 @@ def play(call: Call, number: VoiceNumber, utterances: list[str]) -> tuple[list[s
     if ended is not None:
         inbound.after_relay(ended, number)
     return socket.answers(), handoff
+
+
+def script_of(call: Call) -> list[str]:
+    """``metadata.script`` of an AI agent's call: what the simulated person says once they answer."""
+    script = (call.call_metadata or {}).get("script")
+    if not isinstance(script, list):
+        return []
+    return [str(line)[:2000] for line in script[:MAX_SCRIPT_LINES] if isinstance(line, str) and line.strip()]
+
+
+def play_answered(call: Call) -> None:
+    """The simulator's hook when an AI agent's call is answered: a ``metadata.script`` is said over the
+    agent's relay, then the person hangs up; without one the call just goes on (its lifecycle ends it)."""
+    script = script_of(call)
+    number = number_of(call)
+    if script and number is not None:
+        play(call, number, script)
 
 
 def _setup(call: Call, number: VoiceNumber) -> dict[str, Any]:

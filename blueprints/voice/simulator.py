@@ -5,7 +5,7 @@ ringing → in_progress → completed in the job queue, through the same lifecyc
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from flask import current_app
 from sqlalchemy import select
@@ -19,7 +19,6 @@ from core.jobs import job
 BUSY_SUFFIX = "0486"
 NO_ANSWER_SUFFIX = "0404"
 DURATION_SECONDS = 3
-MAX_SCRIPT_LINES = 50
 
 
 def script(to_number: str) -> list[str]:
@@ -66,28 +65,17 @@ def simulate_step(provider_call_id: str, step: int) -> None:
     changed = lifecycle.apply_update(
         call, StatusUpdate(provider_call_id, status, step, duration_seconds=duration)
     )
-    if changed and status == "in_progress" and call.agent_id and _script(call):
-        _play(call)
+    if changed and status == "in_progress" and call.agent_id and _answered:
+        _answered[0](call)
     if call.status not in ("completed", "busy", "no_answer", "failed", "canceled"):
         _schedule(provider_call_id, step + 1)
 
 
-def _script(call: Call) -> list[str]:
-    """``metadata.script`` of an AI agent's call: what the simulated person says once they answer."""
-    script = (call.call_metadata or {}).get("script")
-    if not isinstance(script, list):
-        return []
-    return [str(line)[:2000] for line in script[:MAX_SCRIPT_LINES] if isinstance(line, str) and line.strip()]
+# What happens when an AI agent's simulated call is answered: ``playback.play_answered`` (its
+# ``metadata.script`` said over the agent's relay), set by the area's ``init_app`` because the relay sits
+# above this module (it reaches the AI runtime, and the calls' services that place calls through here).
+_answered: list[Callable[[Call], None]] = []
 
 
-def _play(call: Call) -> None:
-    """The answered person says the script over the AI agent's relay (``playback``), then hangs up."""
-    from blueprints.voice.playback import play  # the relay brings the AI runtime: loaded when needed
-
-    number = db.session.scalars(
-        select(VoiceNumber).where(
-            VoiceNumber.id == call.number_id, VoiceNumber.organization_id == call.organization_id
-        )
-    ).first()
-    if number is not None:
-        play(call, number, _script(call))
+def on_answered(handler: Callable[[Call], None]) -> None:
+    _answered[:] = [handler]

@@ -1163,7 +1163,6 @@ document.addEventListener("change", function (evt) {
   // a head with no column to land in would be htmx's oobErrorNoTarget, a card for a new stage would have
   // nowhere to go). So is one with any out-of-band part the page has no place for.
   function stale(board, html) {
-    if (true) { return false; }
     const template = document.createElement("template");
     template.innerHTML = html;
     const parts = template.content.querySelectorAll("[hx-swap-oob][id]");
@@ -2340,7 +2339,8 @@ document.addEventListener("change", function (evt) {
       }
     }, 400);
   }
-  ["broadcast.progress", "broadcast.completed", "broadcast.canceled", "message.updated"].forEach(function (type) {
+  ["broadcast.progress", "broadcast.started", "broadcast.completed", "broadcast.canceled", "message.updated"]
+    .forEach(function (type) {
     body.addEventListener("desk:" + type, function (evt) {
       const pane = document.getElementById("broadcast-progress");
       const data = (evt.detail && evt.detail.data) || {};

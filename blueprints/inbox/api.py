@@ -298,6 +298,7 @@ def create_broadcast(path: OrgPath, body: BroadcastIn) -> tuple[dict[str, Any], 
             for r in body.recipients
         ],
         rate_per_second=body.rate_per_second,
+        scheduled_at=body.scheduled_at,
     )
     return BroadcastOut.dump(broadcasts.create_broadcast(_org(), spec, created_by=_actor())), 201
 

@@ -139,6 +139,8 @@ class Broadcast(UUIDPrimaryKeyMixin, TimestampMixin, db.Model):
     created_by: Mapped[str | None] = mapped_column(String(120))
     completed_at: Mapped[datetime | None]
     canceled_at: Mapped[datetime | None]
+    # When a ``scheduled`` broadcast starts sending (null: sent at once).
+    scheduled_at: Mapped[datetime | None]
     # The worker sending it holds a lease, renewed with every recipient; another worker (a resume) may
     # take over only once the lease has expired, so two live workers never send the same broadcast.
     lease_owner: Mapped[str | None] = mapped_column(String(64))

@@ -229,6 +229,11 @@ class BroadcastIn(RequestModel):
     components: list[TemplateComponent] = Field(default_factory=list)
     recipients: list[BroadcastRecipientIn] = Field(min_length=1)
     rate_per_second: int | None = Field(None, ge=1, le=1000)
+    scheduled_at: datetime | None = Field(
+        None,
+        description="Send at this time (ISO 8601; at most 90 days ahead) instead of at once: the broadcast "
+        "is `scheduled` until then and can be canceled",
+    )
 
     @field_validator("recipients")
     @classmethod
@@ -417,6 +422,7 @@ class BroadcastOut(RowOut):
     created_at: str
     completed_at: str | None
     canceled_at: str | None
+    scheduled_at: str | None = None
     recipients: list[BroadcastRecipientOut] | None = Field(
         None, description="every recipient's result (the single broadcast only)"
     )

@@ -51,9 +51,9 @@ def _error_text(recipient: BroadcastRecipient, message_error: object) -> str | N
 
 
 def broadcast_progress(organization_id: uuid.UUID, broadcast_id: str) -> Progress:
-    """The broadcast (404 ``ApiError`` for another organization's), its recipients in order and their
-    messages' statuses, the sending number: four queries whatever the number of recipients (the broadcast and its counts,
-    the recipients, their messages)."""
+    """The broadcast (404 ``ApiError`` for another organization's), its recipients in order, their
+    messages' statuses and the sending number: five queries whatever the number of recipients (the
+    broadcast, its counts, the recipients, their messages, the address)."""
     report = broadcasts.get_broadcast(organization_id, broadcast_id)
     recipients = report.recipients or []
     ids = [uuid.UUID(r.message_id) for r in recipients if r.message_id]

@@ -94,7 +94,7 @@ def test_a_csv_broadcast_reports_seven_recipients_and_its_progress_moves_live(
     assert axe_violations(page) == []
     screenshot(page, f"broadcast-new-{language}")
 
-    page.locator("#broadcast-form button[type=submit]").click()
+    page.locator("#broadcast-form button[name=when][value=now]").click()
     page.wait_for_url("**/broadcasts/*-*")
     broadcast_id = page.url.rsplit("/", 1)[1]
     expect(page.locator("[data-count='total'] [data-count-value]")).to_have_text("7")

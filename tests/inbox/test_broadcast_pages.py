@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import re
+import uuid
 from typing import Any
 
 import pytest
@@ -234,3 +235,47 @@ def test_recipients_from_a_label(
     assert 'data-recipient-count="0"' in report
     refused = desk.post("/broadcasts", form(source="label", label="vip"))
     assert refused.status_code == 422 and "No contact carries this label." in refused.get_data(as_text=True)
+
+
+def test_a_scheduled_broadcast_waits_for_its_time(
+    app: Flask, runner: FlaskCliRunner, client: FlaskClient, org: Org, sim: str
+) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from sqlalchemy import update
+
+    from blueprints.inbox.models import Broadcast
+    from blueprints.inbox.services import broadcasts
+    from core.db import db
+    from core.environments import LIVE, in_environment
+
+    desk = desk_of(app, runner, org)
+    # the organization's zone is UTC here: the form's local time is UTC
+    tomorrow = (datetime.now(UTC) + timedelta(days=1)).strftime("%Y-%m-%dT%H:%M")
+    created = desk.post("/broadcasts", form(when="later", scheduled_at=tomorrow))
+    assert created.status_code == 200, created.get_data(as_text=True)[:600]
+    target = created.headers["HX-Redirect"]
+    broadcast_id = target.rsplit("/", 1)[1]
+    # the tests' queue ran its job at once: not due, nothing sent
+    detail = client.get(msg(org, f"/broadcasts/{broadcast_id}"), headers=org.headers()).get_json()
+    assert detail["status"] == "scheduled" and detail["counts"]["queued"] == 7
+    assert detail["scheduled_at"].startswith(tomorrow[:13])
+    page = desk.client.get(target).get_data(as_text=True)
+    assert "data-scheduled-at" in page and "Cancel broadcast" in page
+
+    with in_environment(app, LIVE):  # its time comes: the periodic resume starts it
+        db.session.execute(
+            update(Broadcast)
+            .where(Broadcast.id == uuid.UUID(broadcast_id))
+            .values(scheduled_at=datetime.now(UTC) - timedelta(seconds=5))
+        )
+        assert broadcast_id in broadcasts.resume_stalled()
+    detail = client.get(msg(org, f"/broadcasts/{broadcast_id}"), headers=org.headers()).get_json()
+    assert detail["status"] == "completed" and detail["counts"]["sent"] == 7
+
+    yesterday = (datetime.now(UTC) - timedelta(days=1)).strftime("%Y-%m-%dT%H:%M")
+    past = desk.post("/broadcasts", form(when="later", scheduled_at=yesterday))
+    assert past.status_code == 422
+    assert 'id="broadcast-scheduled-at-error"' in past.get_data(as_text=True)
+    empty = desk.post("/broadcasts", form(when="later", scheduled_at=""))
+    assert empty.status_code == 422 and "Choose the day and time to send it." in empty.get_data(as_text=True)

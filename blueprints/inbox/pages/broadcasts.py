@@ -8,7 +8,8 @@ of its own, ``broadcasts_pages``, because the inbox's ``inbox_pages`` lives unde
 - ``GET /broadcasts/new/template?organization_address=&template_id=``: the template's parameters.
 - ``POST /broadcasts/new/recipients``: the recipients as they would be sent, and the rejected rows (row,
   value, reason), checked as the person types or picks a file.
-- ``POST /broadcasts``: create (``inbox.services.broadcasts.create_broadcast``, as ``POST {msg}/broadcasts``),
+- ``POST /broadcasts`` (``when`` = ``now``, or ``later`` with ``scheduled_at``, a local date and time in the
+  organization's zone): create (``inbox.services.broadcasts.create_broadcast``, as ``POST {msg}/broadcasts``),
   then its progress page.
 - ``GET /broadcasts/<id>`` (``HX-Target: broadcast-progress``: the pane alone): the progress, per
   recipient sent, delivered, read or failed; desk.js fetches the pane again on ``broadcast.progress``,
@@ -20,6 +21,7 @@ of its own, ``broadcasts_pages``, because the inbox's ``inbox_pages`` lives unde
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from flask import Blueprint, Response, abort, make_response, render_template, request, url_for
@@ -37,6 +39,7 @@ from blueprints.messaging import services as messaging
 from core import uow
 from core.auth import actor as make_actor
 from core.errors import ApiError
+from core.timeutil import get_zone
 
 pages = Blueprint("broadcasts_pages", __name__)
 protect_pages(pages)
@@ -70,6 +73,8 @@ class BroadcastForm:
     source: str = "csv"  # csv (pasted or uploaded) or label
     numbers: str = ""
     label: str = ""
+    when: str = "now"  # now, or later (at scheduled_at)
+    scheduled_at: str = ""  # the form's local date and time (datetime-local), in the organization's zone
 
     @classmethod
     def read(cls) -> BroadcastForm:
@@ -86,7 +91,18 @@ class BroadcastForm:
             source="label" if form.get("source") == "label" else "csv",
             numbers=(form.get("numbers") or "")[:MAX_TEXT],
             label=(form.get("label") or "").strip()[:200],
+            when="later" if form.get("when") == "later" else "now",
+            scheduled_at=(form.get("scheduled_at") or "").strip()[:32],
         )
+
+
+def _scheduled_at(me: DeskUser, form: BroadcastForm) -> datetime | None:
+    """The form's local date and time in the organization's zone; None when it is not one."""
+    try:
+        local = datetime.fromisoformat(form.scheduled_at)
+    except ValueError:
+        return None
+    return local.replace(tzinfo=get_zone(me.organization_timezone)) if local.tzinfo is None else local
 
 
 def _upload() -> str | None:
@@ -260,6 +276,9 @@ def create_broadcast() -> Response:
             if form.source == "label" and form.label
             else _("Add at least one valid number.")
         )
+    when = _scheduled_at(me, form) if form.when == "later" else None
+    if form.when == "later" and when is None:
+        errors["scheduled_at"] = _("Choose the day and time to send it.")
     if errors:
         return _refused_form(me, form, errors, report)
     assert report is not None
@@ -273,6 +292,7 @@ def create_broadcast() -> Response:
         meta_template_id=form.template_id,
         components=[{"type": "body", "parameters": parameters}] if parameters else [],
         recipients=[broadcasts.Recipient(to=number) for number in report.numbers],
+        scheduled_at=when,
     )
     try:
         created = broadcasts.create_broadcast(
@@ -282,14 +302,18 @@ def create_broadcast() -> Response:
         if error.status >= 500:
             return refused(error)
         param = (error.param or "").split(".")[0]
-        where = {"organization_address": "organization_address", "meta_template_id": "template_id"}.get(
-            param, "template_id" if param == "components" else "recipients"
-        )
+        where = {
+            "organization_address": "organization_address",
+            "meta_template_id": "template_id",
+            "scheduled_at": "scheduled_at",
+        }.get(param, "template_id" if param == "components" else "recipients")
         message = (
             _("Fill in this parameter.")
             if error.code == "template_parameter_missing"
             else _("The provider does not know this template any more.")
             if error.code == "template_not_found"
+            else _("Choose a time from now to 90 days ahead.")
+            if param == "scheduled_at"
             else error.message
         )
         return _refused_form(me, form, {where: message}, report)

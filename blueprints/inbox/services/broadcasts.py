@@ -3,13 +3,16 @@
 Every recipient moves ``queued -> sending -> sent | failed`` (or ``canceled``) and is claimed with a
 compare-and-set, so two workers never send to the same recipient. The claim is made durable before the
 provider is called (checkpoint ``broadcast.progress``); that same checkpoint carries the previous
-recipient's outcome, and the job's unit of work commits the last one. After a worker dies, the
-resumer looks at each recipient left in ``sending``: if no message was created for it, nothing reached the
-provider and it is queued again; if the message has the provider's id it was sent; if the message exists
-without one, the outcome is unknown and the recipient is reported as ``unknown`` rather than sent twice.
-Sending is paced per broadcast at ``rate_per_second`` (Meta's default throughput is 80 messages per
-second per number; ``BROADCAST_RATE_PER_SECOND``). The lease, claim loop, pacing and hand-back are the
-core campaign engine's (``core/campaigns.py``); this module says what a recipient is and how one is sent.
+recipient's outcome, and the job's unit of work commits the last one. After a worker dies, the resumer looks
+at each recipient left in ``sending``: if no message was created for it, nothing reached the provider and it
+is queued again; if the message has the provider's id it was sent; if the message exists without one, the
+outcome is unknown and the recipient is reported as ``unknown`` rather than sent twice. A broadcast given a
+later ``scheduled_at`` waits as ``scheduled``: its job is queued for that time, the periodic resume starts
+it too once due (a queue that lost the job), and it moves to ``sending`` by a compare-and-set when its time
+has come; it can be canceled meanwhile. Sending is paced per broadcast at ``rate_per_second`` (Meta's
+default throughput is 80 messages per second per number; ``BROADCAST_RATE_PER_SECOND``). The lease, claim
+loop, pacing and hand-back are the core campaign engine's (``core/campaigns.py``); this module says what a
+recipient is and how one is sent.
 """
 
 from __future__ import annotations
@@ -40,8 +43,12 @@ from core.events import publish
 from core.jobs import job, periodic
 from core.pagination import Page, paginate
 from core.tenancy import find_for_org
+from core.timeutil import as_utc
 
 RECIPIENT_STATES = ("queued", "sending", "sent", "failed", "unknown", "canceled")
+# A time this close to now is "now" (clocks and the form's minutes); further ahead is a schedule.
+SCHEDULE_AT_ONCE = timedelta(seconds=60)
+MAX_SCHEDULE_AHEAD = timedelta(days=90)
 
 
 @dataclass(frozen=True)
@@ -60,6 +67,7 @@ class BroadcastSpec:
     components: list[dict[str, Any]] = field(default_factory=list)
     name: str | None = None
     rate_per_second: int | None = None
+    scheduled_at: datetime | None = None  # later than now: the broadcast waits until then (``scheduled``)
 
 
 @dataclass
@@ -114,6 +122,13 @@ def create_broadcast(
                 parameters=item.components or None,
             )
     template = _approved_template(address, spec.meta_template_id)
+    now = utcnow()
+    when = as_utc(spec.scheduled_at) if spec.scheduled_at is not None else None
+    if when is not None and when < now - SCHEDULE_AT_ONCE:
+        raise ApiError(400, "scheduled_at: must not be in the past", param="scheduled_at")
+    if when is not None and when > now + MAX_SCHEDULE_AHEAD:
+        raise ApiError(400, "scheduled_at: at most 90 days ahead", param="scheduled_at")
+    scheduled = when is not None and when > now + SCHEDULE_AT_ONCE
     broadcast = Broadcast(
         organization_id=organization_id,
         name=spec.name,
@@ -122,7 +137,8 @@ def create_broadcast(
         template_name=template.name,
         template_language=template.language,
         components=list(spec.components),
-        status="sending",
+        status="scheduled" if scheduled else "sending",
+        scheduled_at=when if scheduled else None,
         rate_per_second=_rate(spec.rate_per_second),
         total=len(recipients),
         created_by=created_by,
@@ -147,7 +163,11 @@ def create_broadcast(
         organization_id=organization_id,
     )
     publish("broadcast.created", organization_id, {"broadcast_id": broadcast_id, "total": broadcast.total})
-    run_broadcast_job.enqueue(str(organization_id), broadcast_id)
+    if scheduled and when is not None:
+        # the queue holds it until then; the periodic resume starts it too if the queue lost it
+        run_broadcast_job.schedule((when - now).total_seconds(), str(organization_id), broadcast_id)
+    else:
+        run_broadcast_job.enqueue(str(organization_id), broadcast_id)
     return get_broadcast(organization_id, broadcast_id)
 
 
@@ -441,9 +461,28 @@ def run_broadcast(organization_id: uuid.UUID, broadcast_id: str) -> BroadcastRep
     any time: only the holder of the broadcast's lease sends, and recipients left ``sending`` are settled
     only by a worker that took over an expired lease (their worker is gone, not merely slow)."""
     broadcast = _broadcast_or_404(organization_id, broadcast_id)
+    if broadcast.status == "scheduled" and not _start_if_due(broadcast):
+        return get_broadcast(organization_id, broadcast_id)  # not yet: its time's job starts it
     policy = campaigns.Policy(checkpoint="broadcast.progress", rate_per_second=broadcast.rate_per_second)
     campaigns.run(_BroadcastCampaign(broadcast), policy)
     return get_broadcast(organization_id, broadcast_id)
+
+
+def _start_if_due(broadcast: Broadcast) -> bool:
+    """A scheduled broadcast whose time has come moves to ``sending`` (a compare-and-set: of two workers
+    starting it, one does; the campaign's lease keeps the other from sending too)."""
+    if broadcast.scheduled_at is None or as_utc(broadcast.scheduled_at) > utcnow() + SCHEDULE_AT_ONCE:
+        return False
+    started = db.session.execute(
+        update(Broadcast)
+        .where(Broadcast.id == broadcast.id, Broadcast.status == "scheduled")
+        .values(status="sending")
+        .execution_options(synchronize_session=False)
+    )
+    db.session.refresh(broadcast)
+    if started.rowcount:
+        publish("broadcast.started", broadcast.organization_id, {"broadcast_id": str(broadcast.id)})
+    return broadcast.status == "sending"
 
 
 def _complete(broadcast: Broadcast) -> None:
@@ -488,6 +527,13 @@ def resume_stalled(older_than_seconds: int = 60) -> list[str]:
         .where((last_activity.c.at.is_(None)) | (last_activity.c.at < cutoff))
         .where(Broadcast.updated_at < cutoff)
     ).all()
+    # scheduled ones whose time has come (their queued job lost, or the queue restarted without it)
+    due = db.session.execute(
+        select(Broadcast.organization_id, Broadcast.id).where(
+            Broadcast.status == "scheduled", Broadcast.scheduled_at <= utcnow()
+        )
+    ).all()
+    rows = [*rows, *due]
     for organization_id, broadcast_id in rows:
         run_broadcast_job.enqueue(str(organization_id), str(broadcast_id))
     return [str(b) for _, b in rows]

@@ -21,7 +21,8 @@ from tests.browser.conftest import DeskLogin, axe_violations, screenshot, sign_i
 from tests.conftest import Org
 
 NUMBER = "5215550001"
-# 10 numbers: row 3 and row 8 are not numbers, row 5 is row 1 again (the old Mexican mobile "1" folded).
+# 10 numbers: row 3 and row 8 are not numbers, row 5 is row 1 again (the old Mexican mobile "1" folded);
+# the last one ends in the simulator's 5550102: sent, then failed as undeliverable.
 CSV = "\n".join(
     [
         "+52 55 1000 0001",
@@ -33,16 +34,25 @@ CSV = "\n".join(
         "+525510000005",
         "12345",
         "+525510000006",
-        "+525510000007",
+        "+52 55 5555 0102",  # the simulator accepts it, then reports it undeliverable
     ]
 )
 
 
 def _connect(runner: FlaskCliRunner, org: Org) -> None:
     result = runner.invoke(
-        args=["channels", "connect", "--org", org.id, "--service", "whatsapp", "--address", NUMBER]
-        + ["--provider", "simulator", "--phone-number", "+525555550001", "--verified-name", "Tienda Norte"]
-        + ["--env", "live"]
+        args=[
+            *("channels", "connect", "--org", org.id, "--service", "whatsapp", "--address", NUMBER),
+            *(
+                "--provider",
+                "simulator",
+                "--phone-number",
+                "+525555550001",
+                "--verified-name",
+                "Tienda Norte",
+            ),
+            *("--env", "live"),
+        ]
     )
     assert result.exit_code == 0, result.output
 
@@ -77,6 +87,7 @@ def test_a_csv_broadcast_reports_seven_recipients_and_its_progress_moves_live(
     page.locator("a[href$='/broadcasts/new']").click()
     page.wait_for_url("**/broadcasts/new")
 
+    page.locator("#broadcast-name").fill("Buen Fin: 20 % en refacciones")
     page.locator("#broadcast-template").select_option("sim_welcome")
     page.locator("#bparam-name").fill("cliente")
     expect(page.locator("[data-broadcast-preview]")).to_contain_text("cliente")
@@ -103,8 +114,10 @@ def test_a_csv_broadcast_reports_seven_recipients_and_its_progress_moves_live(
 
     with in_environment(app, LIVE):  # the queue's job, run now: sends through the simulator
         broadcasts.run_broadcast(uuid.UUID(org.id), broadcast_id)
-    expect(page.locator("[data-count='read'] [data-count-value]")).to_have_text("7", timeout=15000)
-    expect(page.locator("tr[data-state='read']")).to_have_count(7)
+    expect(page.locator("[data-count='read'] [data-count-value]")).to_have_text("6", timeout=15000)
+    expect(page.locator("[data-count='failed'] [data-count-value]")).to_have_text("1")
+    expect(page.locator("tr[data-state='read']")).to_have_count(6)
+    expect(page.locator("tr[data-state='failed']")).to_contain_text("Undeliverable")
     expect(page.locator("[data-broadcast-status='completed']")).to_be_visible()
     assert page.locator("#broadcast-progress button", has_text="Cancel").count() == 0
     assert axe_violations(page) == []
@@ -115,5 +128,5 @@ def test_a_csv_broadcast_reports_seven_recipients_and_its_progress_moves_live(
     screenshot(page, f"broadcast-progress-phone-{language}")
 
     page.goto("/broadcasts")
-    expect(page.locator(f"tr[data-broadcast-id='{broadcast_id}']")).to_have_count(1)
+    expect(page.locator(f"tr[data-broadcast-id='{broadcast_id}']")).to_contain_text("Buen Fin")
     assert problems == []

@@ -1,6 +1,5 @@
 """Fixtures of the voice tests: the fake Twilio server, settings pointing at it, a connected number and
-status callbacks signed as Twilio signs them (``blueprints.voice.signatures``, checked against the
-``twilio`` SDK's digests in test_signatures)."""
+webhooks signed with the ``twilio`` package (Twilio's SDK, a test dependency), as Twilio signs them."""
 
 from __future__ import annotations
 
@@ -11,8 +10,8 @@ from typing import Any
 
 import pytest
 from flask.testing import FlaskClient, FlaskCliRunner
+from twilio.request_validator import RequestValidator
 
-from blueprints.voice import signatures
 from tests.conftest import Org, _config
 from tests.support.stores import Stores
 from tests.voice.fake_twilio import FakeTwilio
@@ -72,7 +71,7 @@ def twilio_number(runner: FlaskCliRunner, org: Org, twilio: FakeTwilio) -> dict[
 
 
 def sign(form: dict[str, str], token: str = AUTH_TOKEN, path: str = STATUS_PATH) -> str:
-    return signatures.compute_signature(token, PUBLIC_BASE_URL + path, form)
+    return str(RequestValidator(token).compute_signature(PUBLIC_BASE_URL + path, form))
 
 
 @pytest.fixture

@@ -23,12 +23,11 @@ from flask.testing import FlaskClient
 from simple_websocket import Client, ConnectionClosed
 from werkzeug.serving import make_server
 
-from blueprints.voice import signatures
 from core.environments import LIVE, environment_app
 from tests.conftest import Org
 from tests.support.fake_llm import FakeLLM
 from tests.support.smtp_server import SmtpServer, smtp_server
-from tests.voice.conftest import ACCOUNT_SID, AUTH_TOKEN, NUMBER, PUBLIC_BASE_URL, voice
+from tests.voice.conftest import ACCOUNT_SID, AUTH_TOKEN, NUMBER, PUBLIC_BASE_URL, sign, voice
 
 CALLER = "+525511112222"
 SALES = "+525512345678"
@@ -121,8 +120,7 @@ def route(client: FlaskClient, org: Org, number_id: str, **body: str) -> None:
 
 def twilio_post(client: FlaskClient, path: str, form: dict[str, str], token: str = AUTH_TOKEN) -> Any:
     """A webhook as Twilio sends it: form-encoded, signed over the public URL (with its query)."""
-    signature = signatures.compute_signature(token, PUBLIC_BASE_URL + path, form)
-    return client.post(path, data=form, headers={"X-Twilio-Signature": signature})
+    return client.post(path, data=form, headers={"X-Twilio-Signature": sign(form, token, path)})
 
 
 def incoming_form(call_sid: str) -> dict[str, str]:

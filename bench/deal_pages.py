@@ -1,5 +1,7 @@
 """The desk's deal pages on a large pipeline: 5,000 open deals in one pipeline (plus won and lost ones) in
-three currencies, with contacts, line items and stage history for the deal that is opened. Measures the
+three currencies, 2,000 contacts, a catalogue of products and accounts, and a full deal to open (line items
+from the catalogue, contacts, an account, linked conversations with summaries, tasks, notes and a stage
+history, all made through the JSON API as a seller's year would make them). Measures the
 kanban (whole page and the filtered view pane), a column's next cards, a card's live fragment, the list
 view and the deal drawer, and counts the SQL statements of each (a board showing more cards must cost the
 same number of statements).
@@ -28,8 +30,7 @@ from blueprints.crm.models import (
     CrmSettings,
     Deal,
     DealContact,
-    DealLineItem,
-    DealStageVisit,
+    DealConversation,
     ExchangeRate,
     Pipeline,
     Stage,
@@ -76,7 +77,7 @@ def _signed_in(app: Flask, org_id: str) -> tuple[FlaskClient, str]:
 
 def seed(app: Flask, organization_id: uuid.UUID, owner_id: str) -> tuple[uuid.UUID, uuid.UUID, uuid.UUID]:
     """One pipeline with ``OPEN_DEALS`` open deals (most the seller's own) and ``CLOSED_DEALS`` closed ones;
-    returns the pipeline, its first stage and a deal with line items, contacts and a stage history."""
+    returns the pipeline, its first stage and the deal to open (``fill_deal`` fills it)."""
     rng = random.Random(7)
     now = datetime.now(UTC)
     t0 = now - timedelta(days=365)
@@ -194,43 +195,118 @@ def seed(app: Flask, organization_id: uuid.UUID, owner_id: str) -> tuple[uuid.UU
         for start in range(0, len(deals), BATCH):
             db.session.execute(insert(Deal), deals[start : start + BATCH])
             db.session.execute(insert(DealContact), links[start : start + BATCH])
-        opened = deals[0]
-        db.session.execute(
-            insert(DealLineItem),
-            [
-                {
-                    "id": uuid.uuid4(),
-                    "organization_id": organization_id,
-                    "deal_id": opened["id"],
-                    "name": f"Producto {n}",
-                    "quantity": Decimal(n + 1),
-                    "unit_price": Decimal("450.00"),
-                    "discount": Decimal(0),
-                    "total": Decimal(450 * (n + 1)),
-                    "currency": opened["currency"],
-                    "created_at": now,
-                    "updated_at": now,
-                }
-                for n in range(8)
-            ],
+        db.session.commit()
+    return pipeline_id, uuid.UUID(str(stages[0]["id"])), uuid.UUID(str(deals[0]["id"]))
+
+
+PRODUCTS = 60  # the catalogue the line-item select offers (8 of them on the opened deal)
+ACCOUNTS = 40
+
+
+def fill_deal(app: Flask, org: dict[str, Any], deal_id: uuid.UUID, member_id: str) -> None:
+    """The opened deal as a seller's deal looks after a few weeks: an account, 3 contacts (one primary),
+    8 line items from the catalogue (quantities, discounts), 5 tasks (2 completed), 6 notes and 3 stage
+    moves, and in the organization a catalogue of ``PRODUCTS`` products and ``ACCOUNTS`` accounts, through
+    the JSON API (the verbs' rows, activities and stage visits); 3 linked conversations with the summary
+    the inbox's side panel stores, as rows (the link verb asks the inbox for conversations this
+    throwaway organization does not have)."""
+    client = app.test_client()
+    headers = {"X-API-Key": org["api_keys"]["live"]}
+    prefix = f"/v1/crm/organizations/{org['organization_id']}"
+
+    def call(method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        response = client.open(prefix + path, method=method, headers=headers, json=body)
+        assert response.status_code < 300, (path, response.get_json())
+        return response.get_json()
+
+    rng = random.Random(11)
+    products = [
+        call(
+            "POST",
+            "/products",
+            {
+                "name": f"{kind} {n}",
+                "sku": f"SKU-{n:04d}",
+                "price": f"{rng.randrange(90, 9_000)}.{rng.randrange(100):02d}",
+                "currency": "MXN" if n % 5 else "USD",
+            },
         )
+        for n, kind in enumerate(
+            ("Plan empresarial", "Línea adicional", "Licencia anual", "Paquete de datos", "Soporte premium")
+            * (PRODUCTS // 5)
+        )
+    ]
+    accounts = [call("POST", "/accounts", {"name": f"Cuenta {n} S.A. de C.V."}) for n in range(ACCOUNTS)]
+    names = ("Rosa Díaz", "Luis Peña", "Eva Ruiz")
+    contacts = [call("POST", "/contacts", {"name": name})["id"] for name in names]
+    deal = call("GET", f"/deals/{deal_id}")
+    call(
+        "PATCH",
+        f"/deals/{deal_id}",
+        {
+            "account_id": accounts[3]["id"],
+            "expected_close_date": "2031-03-31",
+            "contacts": [
+                {"contact_id": c, "is_primary": n == 0, "role": ("Compras", "TI", None)[n]}
+                for n, c in enumerate(contacts)
+            ],
+        },
+    )
+    same_currency = [p for p in products if p["currency"] == deal["currency"]] or products
+    for n in range(8):
+        product = same_currency[n * 3 % len(same_currency)]
+        call(
+            "POST",
+            f"/deals/{deal_id}/line-items",
+            {
+                "name": product["name"],
+                "product_id": product["id"],
+                "sku": product["sku"],
+                "quantity": str(n % 4 + 1),
+                "unit_price": product["price"] if product["currency"] == deal["currency"] else "450.00",
+                "discount": "0" if n % 3 else "50.00",
+            },
+        )
+    for n in range(5):
+        task = call(
+            "POST",
+            "/tasks",
+            {
+                "title": f"Seguimiento {n}: enviar la propuesta revisada",
+                "deal_id": str(deal_id),
+                "owner_id": member_id,
+                "contact_id": contacts[n % 3],
+                "due_date": f"2031-0{n + 1}-15",
+            },
+        )
+        if n < 2:
+            call("PATCH", f"/tasks/{task['id']}/complete")
+    for n in range(6):
+        call("POST", f"/deals/{deal_id}/notes", {"body": f"Nota {n}: el cliente pidió ajustar el precio."})
+    pipeline = call("GET", f"/pipelines/{deal['pipeline_id']}")
+    open_stages = [s["id"] for s in pipeline["stages"] if s["status"] == "open"]
+    for stage_id in (*open_stages[1:3], open_stages[1]):
+        if stage_id != deal["stage_id"]:
+            call("PATCH", f"/deals/{deal_id}/stage", {"stage_id": stage_id})
+    with app.app_context():
+        now = datetime.now(UTC)
         db.session.execute(
-            insert(DealStageVisit),
+            insert(DealConversation),
             [
                 {
                     "id": uuid.uuid4(),
-                    "deal_id": opened["id"],
-                    "stage_id": stage["id"],
-                    "stage_name": stage["name"],
-                    "stage_order": stage["stage_order"],
-                    "entered_at": t0 + timedelta(days=10 * n),
-                    "left_at": t0 + timedelta(days=10 * n + 9) if n < 3 else None,
+                    "organization_id": uuid.UUID(org["organization_id"]),
+                    "deal_id": deal_id,
+                    "conversation_id": str(uuid.uuid4()),
+                    "channel": channel,
+                    "linked_by": member_id,
+                    "summary": "Pregunta por 20 líneas con roaming; pide una cotización para marzo.",
+                    "created_at": now - timedelta(days=20 - 5 * n),
                 }
-                for n, stage in enumerate(open_stages)
+                for n, channel in enumerate(("whatsapp", "instagram", "whatsapp"))
             ],
         )
         db.session.commit()
-    return pipeline_id, uuid.UUID(str(stages[0]["id"])), uuid.UUID(str(deals[0]["id"]))
 
 
 def main() -> None:
@@ -239,7 +315,12 @@ def main() -> None:
     organization_id = uuid.UUID(org["organization_id"])
     client, member_id = _signed_in(app, org["organization_id"])
     pipeline_id, first_stage, deal_id = seed(app, organization_id, member_id)
-    print(f"{OPEN_DEALS} open and {CLOSED_DEALS} closed deals in one pipeline, {CONTACTS} contacts")
+    fill_deal(app, org, deal_id, member_id)
+    print(
+        f"{OPEN_DEALS} open and {CLOSED_DEALS} closed deals in one pipeline, {CONTACTS} contacts,"
+        f" {PRODUCTS} products, {ACCOUNTS} accounts; the opened deal: 8 line items, 3 contacts,"
+        " 3 conversations, 5 tasks, 6 notes, 3 stage moves"
+    )
     board = client.get(f"/deals?pipeline={pipeline_id}&owner=all").get_data(as_text=True)
     after = re.search(r"/deals/column\?[^\"]*after=([^&\"]+)", board)
     assert after is not None, "a long column offers more cards"

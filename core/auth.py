@@ -206,19 +206,21 @@ def protect(blueprint: Blueprint, *, allow_jwt: bool = False) -> None:
     def _require_caller() -> None:
         if request.method == "OPTIONS":
             return
-        _reads_in_autocommit()
+        reads_in_autocommit()
         principal = _authenticate(allow_jwt)
         g.principal = principal
         count_request(principal)  # 429 once the organization's bucket is spent (core.ratelimit)
         _check_path_organization(principal)
 
 
-def _reads_in_autocommit() -> None:
+def reads_in_autocommit() -> None:
     """A GET runs its statements in autocommit on PostgreSQL (``DATABASE_AUTOCOMMIT_READS``): psycopg
     otherwise sends BEGIN before the first statement and the unit of work ROLLBACK after the last, three
     round trips for a one-query read, where under READ COMMITTED each statement has its own snapshot
     anyway. GETs write nothing but single statements (an API key's ``last_used_at``), which commit
-    alone. The connection gets its isolation back when it returns to the pool."""
+    alone. The connection gets its isolation back when it returns to the pool. The API's GETs, and the
+    pages whose GETs only read (the CRM's, ``blueprints/crm/pages/common.py``), call it before their
+    first statement."""
     if request.method not in ("GET", "HEAD") or not current_app.config.get("DATABASE_AUTOCOMMIT_READS"):
         return
     if db.engine.dialect.name != "postgresql" or db.session().in_transaction():

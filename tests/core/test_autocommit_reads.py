@@ -1,20 +1,23 @@
 """On PostgreSQL an API GET runs in autocommit (one round trip for a one-query read instead of BEGIN,
-the query and ROLLBACK), while every write keeps its transaction (docs/benchmarks.md, single GET)."""
+the query and ROLLBACK), while every write keeps its transaction (docs/benchmarks.md, single GET); so does
+a CRM page's GET (docs/benchmarks.md, the deal pages)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import pytest
 from flask import Flask
-from flask.testing import FlaskClient
+from flask.testing import FlaskClient, FlaskCliRunner
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
 from core.environments import ENVIRONMENTS, environment_app
 from tests.conftest import Org
+from tests.support.desk_users import create_desk_user, sign_in
 from tests.support.stores import Stores
 
 
@@ -75,3 +78,37 @@ def test_the_setting_turns_it_off(postgresql: None, app: Flask, client: FlaskCli
     finally:
         for environment in ENVIRONMENTS:
             environment_app(app, environment).config["DATABASE_AUTOCOMMIT_READS"] = app_config
+
+
+def test_a_crm_pages_get_reads_in_autocommit_and_its_posts_keep_their_transaction(
+    postgresql: None, app: Flask, runner: FlaskCliRunner, org: Org
+) -> None:
+    """The CRM's pages only read on a GET: the deal drawer's statements (the desk identity's first) run in
+    autocommit, sparing BEGIN and ROLLBACK; an edit from the drawer is one transaction."""
+    email = f"ana.{org.id[:6]}@example.test"
+    member_id = create_desk_user(runner, org.id, email, name="Ana Agent")["member_id"]
+    desk = app.test_client()
+    sign_in(desk, email)
+    api = app.test_client()
+    pipeline = api.get(_crm(org, "/pipelines"), headers=org.headers()).get_json()["data"][0]
+    deal = api.post(
+        _crm(org, "/deals"),
+        json={"name": "Plan", "pipeline_id": pipeline["id"], "stage_id": pipeline["stages"][0]["id"],
+              "owner_id": member_id},
+        headers=org.headers(),
+    ).get_json()  # fmt: skip
+    with autocommit_of_statements() as read:
+        shown = desk.get(f"/deals/{deal['id']}", headers={"HX-Request": "true"})
+    assert shown.status_code == 200 and read and all(read)
+    token = re.search(r'name="csrf-token" content="([^"]+)"', desk.get("/desk").get_data(as_text=True))
+    assert token is not None
+    with autocommit_of_statements() as edited:
+        changed = desk.post(
+            f"/deals/{deal['id']}/edit/name",
+            data={"value": "Plan anual"},
+            headers={"HX-Request": "true", "X-CSRFToken": token.group(1)},
+        )
+    assert changed.status_code == 200 and edited and not any(edited)
+    assert (
+        api.get(_crm(org, f"/deals/{deal['id']}"), headers=org.headers()).get_json()["name"] == "Plan anual"
+    )

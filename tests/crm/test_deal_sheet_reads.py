@@ -180,3 +180,44 @@ def test_stage_times_from_the_stages_given_equal_those_read(app: Flask, org: Org
     strip = [(s.stage_id, s.stage_name, s.stage_order, s.is_current, s.visits) for s in read.stages]
     assert strip == [(s.stage_id, s.stage_name, s.stage_order, s.is_current, s.visits) for s in given.stages]
     assert "Vence" in [s.stage_name for s in given.stages] and max(s.visits for s in given.stages) == 2
+
+
+def test_the_sheets_statements_do_not_grow_with_its_rows(
+    app: Flask, runner: FlaskCliRunner, org: Org, crm: Crm, queries: Callable[[], Any]
+) -> None:
+    """1, 4 and 12 line items from the catalogue (and as many tasks and notes): the drawer, the page, the
+    live answer and the line-item section's answer to an edit cost the same statements; each row's URLs
+    and words are made once per render, none is read per row."""
+    agent: Desk = _desk(app, runner, org, "Ana Agent")
+    deal = crm.deal(name="Creciente", owner_id=agent.member_id, currency="MXN")
+    products = [
+        crm.ok(crm.post("/products", {"name": f"Plan {n}", "price": "199.90", "sku": f"P{n}"}), 201)
+        for n in range(12)
+    ]
+    counts: dict[int, dict[str, int]] = {}
+    items: list[dict[str, Any]] = []
+    for rows in (1, 4, 12):
+        while len(items) < rows:
+            product = products[len(items)]
+            line = {"name": product["name"], "product_id": product["id"], "sku": product["sku"]}
+            line.update(quantity=len(items) + 1, unit_price=product["price"], discount="5")
+            items.append(crm.ok(crm.post(f"/deals/{deal['id']}/line-items", line), 201))
+            crm.task(title=f"Llamar {len(items)}", deal_id=deal["id"], owner_id=agent.member_id)
+            crm.ok(crm.post(f"/deals/{deal['id']}/notes", {"body": f"Nota {len(items)}"}), 201)
+        seen: dict[str, int] = {}
+        for label, path, headers in (
+            ("drawer", f"/deals/{deal['id']}", HX),
+            ("page", f"/deals/{deal['id']}", {}),
+            ("live", f"/deals/{deal['id']}/live", HX),
+        ):
+            with queries() as counted:
+                response = agent.get(path, **headers)
+            assert response.status_code == 200
+            assert response.get_data(as_text=True).count("data-item-id=") == rows, label
+            seen[label] = len(counted.statements)
+        with queries() as counted:
+            edited = agent.post(f"/deals/{deal['id']}/items/{items[0]['id']}", quantity=str(rows + 1))
+        assert edited.status_code == 200 and edited.get_data(as_text=True).count("data-item-id=") == rows
+        seen["item edit"] = len(counted.statements)
+        counts[rows] = seen
+    assert counts[1] == counts[4] == counts[12], counts

@@ -1,6 +1,7 @@
 """The fragments the CRM pages fetch to follow changes made elsewhere, without a browser: a card a board
 does not show yet (``new=1``: the card with the heads when it belongs on the board, 204 when not), the
-deal board's heads alone, the drawers' live answers (their parts by id, the page's heading levels), the
+deal board's heads alone, the list view's rows (with the totals; 204, or the totals alone, when the deal
+is not in the list), the drawers' live answers (their parts by id, the page's heading levels), the
 designed 404 for another organization's ids, ``task.updated`` naming its deal and ticket, and statements
 that do not grow with the board's cards."""
 
@@ -132,6 +133,37 @@ def test_the_deal_heads_follow_the_boards_filters(agent: Desk, teammate: Desk, c
     assert "data-card-id" not in everyone and 'id="deals-totals" hx-swap-oob="true"' in everyone
 
 
+def test_the_list_view_says_where_it_follows_its_deals_and_a_row_is_answered_with_the_totals(
+    agent: Desk, teammate: Desk, crm: Crm
+) -> None:
+    pipeline = crm.pipeline()
+    mine = crm.deal(name="Mía en la lista", amount="1200", owner_id=agent.member_id)
+    listed = _text(agent.get("/deals", view="list", sort="amount", dir="asc"))
+    # where to ask for a row, and the list as it is (its order) to fetch again
+    assert "data-deal-list" in listed and "data-row-url=" in listed and "data-row-url-id=" in listed
+    view_url = re.search(r'data-view-url="([^"]+)"', listed)
+    assert view_url is not None and "view=list" in view_url.group(1) and "sort=amount" in view_url.group(1)
+    assert f'<tr data-deal-id="{mine["id"]}"' in listed
+    # a row the list shows: the row again, and the totals out of band (no column heads: there are none)
+    row = agent.get(f"/deals/{mine['id']}/row", pipeline=pipeline["id"])
+    text = _text(row)
+    assert row.status_code == 200 and f'<tr data-deal-id="{mine["id"]}"' in text
+    assert "MX$1,200.00" in text and 'id="deals-totals" hx-swap-oob="true"' in text
+    assert "deals-head-" not in text and "data-card-id" not in text
+    # a deal the list does not show: 204 unless it belongs in it (then desk.js fetches the list again)
+    theirs = crm.deal(name="De Luis", owner_id=teammate.member_id)
+    assert agent.get(f"/deals/{theirs['id']}/row", pipeline=pipeline["id"], new="1").status_code == 204
+    joined = agent.get(f"/deals/{theirs['id']}/row", pipeline=pipeline["id"], owner="all", new="1")
+    assert joined.status_code == 200 and f'<tr data-deal-id="{theirs["id"]}"' in _text(joined)
+    # a row that left the list (given to Luis, deleted): the totals alone
+    crm.ok(crm.patch(f"/deals/{mine['id']}", {"owner_id": teammate.member_id}))
+    left = agent.get(f"/deals/{mine['id']}/row", pipeline=pipeline["id"])
+    assert left.status_code == 200 and "<tr" not in _text(left) and 'id="deals-totals"' in _text(left)
+    crm.ok(crm.delete(f"/deals/{theirs['id']}"))
+    gone = agent.get(f"/deals/{theirs['id']}/row", pipeline=pipeline["id"], owner="all")
+    assert gone.status_code == 200 and "<tr" not in _text(gone)
+
+
 def test_another_organizations_deal_is_a_404_on_the_live_fragments(
     app: Flask, runner: FlaskCliRunner, other_org: Org, agent: Desk, crm: Crm
 ) -> None:
@@ -140,10 +172,17 @@ def test_another_organizations_deal_is_a_404_on_the_live_fragments(
     deleted = crm.deal(name="Borrado")
     crm.ok(crm.delete(f"/deals/{deleted['id']}"))  # deleted, but still not the outsider's to hear about
     for deal_id in (secret["id"], deleted["id"]):
-        for path in (f"/deals/{deal_id}/card?new=1", f"/deals/{deal_id}/card", f"/deals/{deal_id}/live"):
+        for path in (
+            f"/deals/{deal_id}/card?new=1",
+            f"/deals/{deal_id}/card",
+            f"/deals/{deal_id}/live",
+            f"/deals/{deal_id}/row?new=1",
+            f"/deals/{deal_id}/row",
+        ):
             answer = outsider.get(path)
             assert answer.status_code == 404 and "Secreto" not in _text(answer), path
     assert outsider.get("/deals/not-an-id/card", new="1").status_code == 404
+    assert outsider.get("/deals/not-an-id/row", new="1").status_code == 404
 
 
 def test_the_deal_card_and_heads_cost_the_same_statements_for_10_and_60_deals(
@@ -162,6 +201,7 @@ def test_the_deal_card_and_heads_cost_the_same_statements_for_10_and_60_deals(
     urls = (
         f"/deals/{probe['id']}/card?pipeline={pipeline['id']}&new=1",
         f"/deals/heads?pipeline={pipeline['id']}",
+        f"/deals/{probe['id']}/row?pipeline={pipeline['id']}&new=1",
     )
     for url in urls:
         agent.get(url)

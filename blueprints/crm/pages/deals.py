@@ -11,7 +11,9 @@ answers the card and the column heads out of band, or the refusal's alert (the c
 ``deal.moved`` / ``deal.updated`` makes desk.js fetch ``/deals/<id>/card`` with the board's query: the
 card with ``data-in`` its stage, or an empty answer when it has left the board; for a deal the board does
 not show yet, with ``new=1``: the card, or 204 when it is not on this board. ``/deals/heads`` answers the
-heads alone; ``/deals/<id>/live`` the sheet again for an open drawer or deal page (204 once deleted).
+heads alone; ``/deals/<id>/live`` the sheet again for an open drawer or deal page (204 once deleted). The
+list view follows the same events through ``/deals/<id>/row``: a row it shows is answered again in place
+(with the totals), and a deal that joins or leaves the list makes desk.js fetch the list again.
 
 ``GET /deals/<id>`` is the deal: a side sheet over the board (an htmx request aimed at
 ``#deal-drawer-content``) or a page of its own. Every field is edited in place through the deal verbs;
@@ -282,6 +284,22 @@ class BoardView:
     def live_id(self) -> str:
         return str(_ANY_ID)
 
+    @property
+    def live_row_url(self) -> str:
+        """Where the list view asks for a deal's row after a live change (``_ANY_ID`` standing for the
+        deal's id; desk.js adds ``new=1`` for a deal the list does not show): the list's filters."""
+        return url_for("crm_pages.deal_row", deal_id=_ANY_ID, **self.board_params)
+
+    @property
+    def view_url(self) -> str:
+        """The view pane as it is (filters, order, page): what the list view fetches again when a live
+        change adds a deal to it or takes one out."""
+        return url_for(
+            "crm_pages.deals_page",
+            **self.state.params(),
+            **({"offset": str(self.offset)} if self.offset else {}),
+        )
+
     @functools.cached_property
     def words(self) -> CardWords:
         return CardWords.build()
@@ -426,12 +444,18 @@ def _no_summary(pipeline: Pipeline) -> PipelineTotals:
 
 
 def _card_response(
-    me: DeskUser, deal_id: uuid.UUID, *, status: int = 200, only_shown: bool = False
+    me: DeskUser,
+    deal_id: uuid.UUID,
+    *,
+    status: int = 200,
+    only_shown: bool = False,
+    template: str = "crm/deals/_card_answer.html",
 ) -> Response:
     """The deal's card as this board shows it (with the column heads and totals out of band), or an empty
     answer when the deal is not on this board any more (deleted, another pipeline, filtered out).
     ``only_shown`` (a card the board does not show yet): 204 and nothing read further when it is not on
-    this board either, so the heads it did not change are not computed again."""
+    this board either, so the heads it did not change are not computed again. ``template``: the list
+    view's row answer instead (the row and the totals)."""
     state = BoardState.from_args(request.args)
     pipeline, _pipelines = _pipeline(me, state.pipeline)
     filtered = _filters(me, state)
@@ -442,7 +466,7 @@ def _card_response(
         me.organization_id, pipeline.id, filtered.where, pipeline=pipeline
     )
     board = BoardView(me, state, pipeline, [], summary, filtered.errors, [])
-    html = _render("crm/deals/_card_answer.html", board=board, card=card)
+    html = _render(template, board=board, card=card)
     response = make_response(html, status)
     return vary_fragment(response)
 
@@ -457,6 +481,21 @@ def deal_card(deal_id: uuid.UUID) -> Response:
     me = signed_in()
     _organizations_deal(me, deal_id)
     return _card_response(me, deal_id, only_shown=request.args.get("new") == "1")
+
+
+@pages.get("/deals/<uuid:deal_id>/row")
+@_deal_404
+def deal_row(deal_id: uuid.UUID) -> Response:
+    """The deal's row for an open list view following a live change (``data-row-url`` with the list's
+    filters): the row and the totals out of band, or the totals alone when the deal has left the list
+    (deleted, another pipeline, filtered out). With ``new=1``, for a deal the list does not show: 204
+    when it is not in the list either (desk.js fetches the list again otherwise, to put it in its place
+    in the list's order and pages). Another organization's deal is the designed 404."""
+    me = signed_in()
+    _organizations_deal(me, deal_id)
+    return _card_response(
+        me, deal_id, only_shown=request.args.get("new") == "1", template="crm/deals/_row_answer.html"
+    )
 
 
 def _organizations_deal(me: DeskUser, deal_id: uuid.UUID) -> Deal:

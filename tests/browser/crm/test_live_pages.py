@@ -1,13 +1,14 @@
-"""The CRM pages follow changes made elsewhere (the JSON API standing for another browser), in a real
-Chromium and without a reload, each within a couple of seconds: a deal created elsewhere appears in its
-column with the column's count and total; a move updates both columns' heads; a deal whose owner changed
-leaves a board filtered by owner (and comes back), the heads following; a card being dragged is not
-yanked away; an open deal drawer (and the deal's page) shows a stage or amount change, but not in the
-section where the agent has the focus until the focus leaves it, keeps what was typed, and says so when
-the deal is deleted; a reconnect shows the board and the drawer again; a ticket created elsewhere joins
-its board, a ticket filtered out leaves it, and an open ticket drawer shows a state, a priority and a
-task changed elsewhere; tasks created and completed elsewhere show and move in an open task list, the
-rail's overdue badge following. No console error."""
+"""The CRM pages follow changes made elsewhere (the JSON API standing for another browser), in a real Chromium
+and without a reload, each within a couple of seconds: a deal created elsewhere appears in its column with the
+column's count and total; a move updates both columns' heads; a deal whose owner changed leaves a board
+filtered by owner (and comes back), the heads following; a card being dragged is not yanked away; the list
+view follows deals created, moved, edited, given away and deleted elsewhere (a new one at its place in the
+list's order); an open deal drawer (and the deal's page) shows a stage or amount change, but not in the
+section where the agent has the focus until the focus leaves it, keeps what was typed, and says so when the
+deal is deleted; a reconnect shows the board and the drawer again; a ticket created elsewhere joins its board,
+a ticket filtered out leaves it, and an open ticket drawer shows a state, a priority and a task changed
+elsewhere; tasks created and completed elsewhere show and move in an open task list, the rail's overdue badge
+following. No console error."""
 
 from __future__ import annotations
 
@@ -220,6 +221,82 @@ def test_a_card_being_dragged_is_not_yanked_away(
         timeout=LIVE_WITHIN_MS,
     )
     card_in(page, shop, deal["id"], "Proposal")
+    assert page.errors == []
+
+
+# ---- the deal list view --------------------------------------------------------------------------------
+
+
+def row(page: Any, deal_id: str) -> Any:
+    return page.locator(f'[data-deal-list] tr[data-deal-id="{deal_id}"]')
+
+
+def test_the_deal_list_follows_deals_created_moved_and_edited_elsewhere(
+    shop: Shop, ana: DeskLogin, new_context: Callable[..., Any]
+) -> None:
+    """The list view (the board's table) in one browser, the deals changed elsewhere (the API standing for
+    another browser): a deal created appears at its place in the list's order with the totals; a move and
+    an edit update its row in place; a deal that leaves the list's filters, or is deleted, leaves it."""
+    page = open_page(new_context, ana, "/deals?view=list")
+    rows = page.locator("[data-deal-list] tbody tr[data-deal-id]")
+    assert rows.count() == 4  # Ana's ("My deals"), newest first
+    totals = page.locator("#deals-totals")
+    assert "MX$55,550.50" in totals.inner_text()
+
+    created = shop.deal("Expansión a Colombia", "Qualified", "1700", ana)
+    row(page, created["id"]).wait_for(timeout=LIVE_WITHIN_MS)
+    assert rows.first.get_attribute("data-deal-id") == created["id"]  # newest first
+    assert rows.count() == 5
+    assert "MX$1,700.00" in row(page, created["id"]).inner_text()
+    page.locator("#deals-totals", has_text="MX$57,250.50").wait_for(timeout=LIVE_WITHIN_MS)
+    # one of Luis's does not join Ana's list
+    theirs = shop.deal("Otra de Luis", "New", "10", shop.luis)
+
+    # moved to Won elsewhere: the row says so where it is
+    deal = shop.deals["Chatbot de citas"]
+    shop.api("PATCH", f"/deals/{deal['id']}/stage", stage_id=shop.stages["Won"])
+    row(page, deal["id"]).locator(".deal-status-won").wait_for(timeout=LIVE_WITHIN_MS)
+    assert "Won" in row(page, deal["id"]).locator("td").nth(3).inner_text()
+    # edited elsewhere: amount and name, the totals following
+    shop.api("PATCH", f"/deals/{created['id']}", amount="2500", name="Expansión a Colombia y Perú")
+    page.wait_for_function(
+        "(id) => document.querySelector(`[data-deal-list] tr[data-deal-id='${id}']`)?.textContent"
+        ".includes('MX$2,500.00')",
+        arg=created["id"],
+        timeout=LIVE_WITHIN_MS,
+    )
+    assert "Colombia y Perú" in row(page, created["id"]).inner_text()
+    page.locator("#deals-totals", has_text="MX$58,050.50").wait_for(timeout=LIVE_WITHIN_MS)
+
+    # given to Luis: no longer one of Ana's; deleted: gone
+    shop.api("PATCH", f"/deals/{created['id']}", owner_id=shop.luis.member_id)
+    no_card(page, f'[data-deal-list] tr[data-deal-id="{created["id"]}"]')
+    gone = shop.deals["Roaming USA para la flotilla"]
+    shop.api("DELETE", f"/deals/{gone['id']}")
+    no_card(page, f'[data-deal-list] tr[data-deal-id="{gone["id"]}"]')
+    page.wait_for_function(
+        "() => document.querySelectorAll('[data-deal-list] tbody tr[data-deal-id]').length === 3",
+        timeout=LIVE_WITHIN_MS,
+    )
+    assert row(page, theirs["id"]).count() == 0
+    assert page.errors == []
+
+
+def test_the_deal_list_sorted_by_amount_puts_a_new_deal_in_its_place(
+    shop: Shop, ana: DeskLogin, new_context: Callable[..., Any]
+) -> None:
+    page = open_page(new_context, ana, "/deals?view=list&owner=all&sort=amount&dir=desc")
+    rows = page.locator("[data-deal-list] tbody tr[data-deal-id]")
+    assert rows.count() == 5
+    # the agent is on the sort header when the list is fetched again: the focus stays there
+    page.locator("[data-deal-list] thead th[aria-sort] a").focus()
+    created = shop.deal("Red privada para la planta", "New", "20000", shop.luis)
+    row(page, created["id"]).wait_for(timeout=LIVE_WITHIN_MS)
+    # between 24,300 and 15,750: second
+    assert rows.nth(1).get_attribute("data-deal-id") == created["id"]
+    assert (
+        page.evaluate("() => document.activeElement.closest('th')?.getAttribute('aria-sort')") == "descending"
+    )
     assert page.errors == []
 
 

@@ -1,14 +1,15 @@
 """The CRM pages follow changes made elsewhere (the JSON API standing for another browser), in a real Chromium
 and without a reload, each within a couple of seconds: a deal created elsewhere appears in its column with the
 column's count and total; a move updates both columns' heads; a deal whose owner changed leaves a board
-filtered by owner (and comes back), the heads following; a card being dragged is not yanked away; the list
-view follows deals created, moved, edited, given away and deleted elsewhere (a new one at its place in the
-list's order); an open deal drawer (and the deal's page) shows a stage or amount change, but not in the
-section where the agent has the focus until the focus leaves it, keeps what was typed, and says so when the
-deal is deleted; a reconnect shows the board and the drawer again; a ticket created elsewhere joins its board,
-a ticket filtered out leaves it, and an open ticket drawer shows a state, a priority and a task changed
-elsewhere; tasks created and completed elsewhere show and move in an open task list, the rail's overdue badge
-following. No console error."""
+filtered by owner (and comes back), the heads following; a card being dragged is not yanked away; a stage
+created after the board was shown gets its column when a deal lands in it (no console error); the list view
+follows deals created, moved, edited, given away and deleted elsewhere (a new one at its place in the list's
+order); an open deal drawer (and the deal's page) shows a stage or amount change, but not in the section where
+the agent has the focus until the focus leaves it, keeps what was typed, and says so when the deal is deleted;
+a reconnect shows the board and the drawer again; a ticket created elsewhere joins its board, a ticket
+filtered out leaves it, and an open ticket drawer shows a state, a priority and a task changed elsewhere;
+tasks created and completed elsewhere show and move in an open task list, the rail's overdue badge following.
+No console error."""
 
 from __future__ import annotations
 
@@ -221,6 +222,62 @@ def test_a_card_being_dragged_is_not_yanked_away(
         timeout=LIVE_WITHIN_MS,
     )
     card_in(page, shop, deal["id"], "Proposal")
+    assert page.errors == []
+
+
+def test_a_stage_created_after_the_board_was_shown_gets_its_column(
+    shop: Shop, ana: DeskLogin, new_context: Callable[..., Any]
+) -> None:
+    """A live answer naming a stage the board has no column for (created since the board was shown): the
+    board is shown again with the new column and the deal in it, and no console error (htmx would report
+    a column head with nowhere to go)."""
+    page = open_page(new_context, ana, "/deals")
+    columns = page.locator("[data-column][data-stage-id]")
+    assert columns.count() == len(shop.stages)
+    stage = shop.api(
+        "POST",
+        f"/pipelines/{shop.pipeline['id']}/stages",
+        name="Demo agendada",
+        stage_order=2,
+        probability=40,
+    )
+    created = shop.api(
+        "POST",
+        "/deals",
+        name="Demo para la cadena de farmacias",
+        pipeline_id=shop.pipeline["id"],
+        stage_id=stage["id"],
+        amount="8800",
+        currency="MXN",
+        owner_id=ana.member_id,
+    )
+    card = page.locator(f'[data-stage-id="{stage["id"]}"] [data-deal-id="{created["id"]}"]')
+    card.wait_for(timeout=LIVE_WITHIN_MS)
+    assert columns.count() == len(shop.stages) + 1
+    # in the pipeline's order: after the second stage
+    assert columns.nth(2).get_attribute("data-stage-id") == stage["id"]
+    head = page.locator(f"#deals-head-{stage['id']}")
+    assert head.locator(".deals-count").inner_text() == "1"
+    assert "MX$8,800.00" in head.locator(".deals-total").inner_text()
+    # a deal moved into it elsewhere joins it like any other column
+    moved = shop.deals["Chatbot de citas"]
+    shop.api("PATCH", f"/deals/{moved['id']}/stage", stage_id=stage["id"])
+    page.locator(f'[data-stage-id="{stage["id"]}"] [data-deal-id="{moved["id"]}"]').wait_for(
+        timeout=LIVE_WITHIN_MS
+    )
+    page.wait_for_function(
+        "(id) => document.querySelector(`#deals-head-${id} .deals-count`)?.textContent.trim() === '2'",
+        arg=stage["id"],
+        timeout=LIVE_WITHIN_MS,
+    )
+    # a stage deleted elsewhere (its deals moved first): its column goes with the next live answer
+    shop.api("DELETE", f"/pipelines/stages/{stage['id']}?move_to_stage_id={shop.stages['New']}")
+    shop.api("PATCH", f"/deals/{moved['id']}", amount="15800")
+    page.wait_for_function(
+        "(id) => !document.querySelector(`[data-stage-id='${id}']`)", arg=stage["id"], timeout=LIVE_WITHIN_MS
+    )
+    card_in(page, shop, moved["id"], "New")
+    assert columns.count() == len(shop.stages)
     assert page.errors == []
 
 

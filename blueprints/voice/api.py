@@ -1,4 +1,5 @@
-"""Voice routes under ``/v2/voice/organizations/<organization_id>``: numbers and calls (docs/voice.md).
+"""Voice routes under ``/v2/voice/organizations/<organization_id>``: numbers, calls and campaigns
+(docs/voice.md).
 
 Authentication: ``X-API-Key`` (no JWT); errors ``{statusCode, message}`` like messaging and members."""
 
@@ -14,6 +15,15 @@ from blueprints.voice.schemas import (
     CallListQuery,
     CallOut,
     CallPath,
+    CampaignCreate,
+    CampaignCreated,
+    CampaignList,
+    CampaignListQuery,
+    CampaignOut,
+    CampaignPath,
+    CampaignRecipientList,
+    CampaignRecipientOut,
+    CampaignRecipientQuery,
     NumberList,
     NumberListQuery,
     NumberOut,
@@ -21,7 +31,7 @@ from blueprints.voice.schemas import (
     NumberPath,
     OrgPath,
 )
-from blueprints.voice.services import calls, numbers
+from blueprints.voice.services import calls, campaigns, numbers
 from core import auth
 from core.idempotency import idempotent
 from core.openapi import API_KEY_ONLY, AreaAPI, PlainError, error_responses
@@ -99,3 +109,84 @@ def get_call(path: CallPath) -> dict[str, Any]:
 def hang_up(path: CallPath) -> dict[str, Any]:
     """End a live call: `canceled` before it was answered, `completed` after; 409 when it already ended."""
     return CallOut.dump(calls.hang_up(auth.current_organization_id(), path.call_id))
+
+
+@api.post("/campaigns", responses={201: CampaignCreated})
+def create_campaign(path: OrgPath, body: CampaignCreate) -> tuple[dict[str, Any], int]:
+    """A `draft` campaign: its recipients validated (E.164), de-duplicated and checked against
+    `exclude_list`; 201 with `recipients_total` (accepted) and `rejected: [{row, number, reason}]`."""
+    spec = campaigns.CampaignSpec(
+        name=body.name,
+        agent_id=body.agent_id,
+        from_number=body.from_number,
+        recipients=[campaigns.RecipientIn(**r.model_dump()) for r in body.recipients],
+        window=campaigns.Window(**body.window.model_dump()),
+        max_concurrent=body.max_concurrent,
+        max_attempts=body.max_attempts,
+        retry_minutes=body.retry_minutes,
+        exclude_list=list(body.exclude_list or []),
+    )
+    report = campaigns.create_campaign(auth.current_organization_id(), spec)
+    return {**CampaignOut.dump(report), "rejected": report.rejected or []}, 201
+
+
+@api.get("/campaigns", responses={200: CampaignList})
+def list_campaigns(path: OrgPath, query: CampaignListQuery) -> dict[str, Any]:
+    """Campaigns, newest first, each with its progress (recipients per state)."""
+    page = campaigns.list_campaigns(
+        auth.current_organization_id(), status=query.status, skip=query.skip, take=query.take
+    )
+    return {
+        "data": [CampaignOut.dump(c) for c in page.items],
+        "total": page.total,
+        "skip": query.skip,
+        "take": query.take,
+    }
+
+
+@api.get("/campaigns/<campaign_id>", responses={200: CampaignOut})
+def get_campaign(path: CampaignPath) -> dict[str, Any]:
+    """One campaign with its progress."""
+    return CampaignOut.dump(campaigns.get_campaign(auth.current_organization_id(), path.campaign_id))
+
+
+@api.get("/campaigns/<campaign_id>/recipients", responses={200: CampaignRecipientList})
+def list_campaign_recipients(path: CampaignPath, query: CampaignRecipientQuery) -> dict[str, Any]:
+    """The campaign's recipients in order, each with its attempts (call ids and outcomes)."""
+    page = campaigns.list_recipients(
+        auth.current_organization_id(), path.campaign_id, state=query.state, skip=query.skip, take=query.take
+    )
+    return {
+        "data": [CampaignRecipientOut.dump(r) for r in page.items],
+        "total": page.total,
+        "skip": query.skip,
+        "take": query.take,
+    }
+
+
+def _transition(campaign_id: str, action: str) -> dict[str, Any]:
+    return CampaignOut.dump(campaigns.transition(auth.current_organization_id(), campaign_id, action))
+
+
+@api.post("/campaigns/<campaign_id>/start", responses={200: CampaignOut, 409: PlainError})
+def start_campaign(path: CampaignPath) -> dict[str, Any]:
+    """Start a `draft` campaign: `running`, or `scheduled` until its window opens; 409 from another state."""
+    return _transition(path.campaign_id, "start")
+
+
+@api.post("/campaigns/<campaign_id>/pause", responses={200: CampaignOut, 409: PlainError})
+def pause_campaign(path: CampaignPath) -> dict[str, Any]:
+    """Pause a `scheduled` or `running` campaign: no new call is placed (live ones go on); 409 otherwise."""
+    return _transition(path.campaign_id, "pause")
+
+
+@api.post("/campaigns/<campaign_id>/resume", responses={200: CampaignOut, 409: PlainError})
+def resume_campaign(path: CampaignPath) -> dict[str, Any]:
+    """Resume a `paused` campaign (`running`, or `scheduled` outside its window); 409 otherwise."""
+    return _transition(path.campaign_id, "resume")
+
+
+@api.post("/campaigns/<campaign_id>/cancel", responses={200: CampaignOut, 409: PlainError})
+def cancel_campaign(path: CampaignPath) -> dict[str, Any]:
+    """Cancel a campaign that has not ended: its pending recipients are `canceled`; 409 once ended."""
+    return _transition(path.campaign_id, "cancel")

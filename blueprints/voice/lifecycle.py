@@ -6,6 +6,7 @@ call only forward (queued < ringing < in_progress < terminal), and a terminal ca
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from blueprints.voice.models import RANK, TERMINAL, Call
@@ -65,3 +66,16 @@ def end(
         call.duration_seconds = max(0, int((at - call.answered_at).total_seconds()))
     elif status != "completed":
         call.duration_seconds = 0
+    if call.campaign_id is not None:
+        for handler in _ended:
+            handler(call)
+
+
+# What happens when a campaign's call ends: ``services.campaigns.settle`` (the recipient's outcome, and
+# the campaign's next run into the freed place), set by the area's ``init_app`` because the campaigns sit
+# above this module (they place calls through the calls' service, which uses it).
+_ended: list[Callable[[Call], None]] = []
+
+
+def on_campaign_call_ended(handler: Callable[[Call], None]) -> None:
+    _ended[:] = [handler]

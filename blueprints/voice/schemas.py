@@ -203,3 +203,169 @@ class CallListQuery(QueryModel):
     until: datetime | None = None
     skip: int = Field(0, ge=0)
     take: int = Field(20, ge=1, le=MAX_TAKE)
+
+
+# ---- campaigns --------------------------------------------------------------------------------------------
+
+Day = Literal["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
+CampaignStatus = Literal["draft", "scheduled", "running", "paused", "completed", "canceled"]
+RecipientState = Literal["pending", "calling", "completed", "failed", "exhausted", "canceled"]
+HHMM = r"^([01][0-9]|2[0-3]):[0-5][0-9]$"
+
+
+class CampaignPath(OrgPath):
+    campaign_id: str
+
+
+class WindowIn(RequestModel):
+    timezone: str = Field(max_length=64, description="IANA time zone, e.g. America/Mexico_City")
+    days: list[Day] = Field(min_length=1, max_length=7)
+    start: str = Field(pattern=HHMM, description="HH:MM, local")
+    end: str = Field(pattern=HHMM, description="HH:MM, local, after start")
+
+
+class CampaignRecipientIn(RequestModel):
+    number: str = Field(max_length=40, description="E.164, e.g. +525512345678")
+    contact_id: str | None = Field(None, max_length=64)
+    variables: dict[str, Any] | None = Field(None, max_length=50)
+
+
+class CampaignCreate(RequestModel):
+    name: str = Field(min_length=1, max_length=200)
+    agent_id: str = Field(max_length=64, description="The AI agent that talks on the calls")
+    from_number: str = Field(max_length=40, description="One of the organization's numbers")
+    recipients: list[CampaignRecipientIn] = Field(min_length=1, max_length=10_000)
+    window: WindowIn
+    max_concurrent: int = Field(ge=1, le=100)
+    max_attempts: int = Field(ge=1, le=10)
+    retry_minutes: int = Field(ge=1, le=10_080)
+    exclude_list: list[str] | None = Field(None, max_length=100_000)
+
+
+class RejectedRow(BaseModel):
+    row: int = Field(description="the row's index in `recipients` (from 0)")
+    number: str
+    reason: Literal["invalid", "duplicate", "excluded"]
+
+
+class WindowOut(BaseModel):
+    timezone: str
+    days: list[Day]
+    start: str
+    end: str
+
+
+class CampaignProgress(BaseModel):
+    pending: int
+    calling: int
+    completed: int
+    failed: int
+    exhausted: int
+    canceled: int
+
+
+class CampaignOut(BaseModel):
+    id: str
+    organization_id: str
+    name: str
+    agent_id: str
+    from_number: str
+    status: CampaignStatus
+    window: WindowOut
+    max_concurrent: int
+    max_attempts: int
+    retry_minutes: int
+    recipients_total: int
+    rejected_total: int
+    progress: CampaignProgress
+    started_at: str | None
+    completed_at: str | None
+    canceled_at: str | None
+    created_at: str
+    updated_at: str
+
+    @classmethod
+    def dump(cls, report: Any) -> dict[str, Any]:
+        campaign = report.campaign
+        return {
+            "id": str(campaign.id),
+            "organization_id": str(campaign.organization_id),
+            "name": campaign.name,
+            "agent_id": campaign.agent_id,
+            "from_number": campaign.from_number,
+            "status": campaign.status,
+            "window": dict(campaign.window),
+            "max_concurrent": campaign.max_concurrent,
+            "max_attempts": campaign.max_attempts,
+            "retry_minutes": campaign.retry_minutes,
+            "recipients_total": campaign.recipients_total,
+            "rejected_total": campaign.rejected_total,
+            "progress": dict(report.counts),
+            "started_at": isoformat(campaign.started_at),
+            "completed_at": isoformat(campaign.completed_at),
+            "canceled_at": isoformat(campaign.canceled_at),
+            "created_at": isoformat(campaign.created_at),
+            "updated_at": isoformat(campaign.updated_at),
+        }
+
+
+class CampaignCreated(CampaignOut):
+    rejected: list[RejectedRow]
+
+
+class CampaignList(BaseModel):
+    data: list[CampaignOut]
+    total: int
+    skip: int
+    take: int
+
+
+class CampaignListQuery(QueryModel):
+    status: CampaignStatus | None = None
+    skip: int = Field(0, ge=0)
+    take: int = Field(20, ge=1, le=MAX_TAKE)
+
+
+class AttemptOut(BaseModel):
+    call_id: str
+    outcome: str | None = Field(description="the call's final status; null while it is live")
+    at: str
+
+
+class CampaignRecipientOut(BaseModel):
+    id: str
+    position: int
+    number: str
+    contact_id: str | None
+    variables: dict[str, Any] | None
+    state: RecipientState
+    attempts: list[AttemptOut]
+    next_attempt_at: str | None
+    error: str | None
+
+    @classmethod
+    def dump(cls, recipient: Any) -> dict[str, Any]:
+        return {
+            "id": str(recipient.id),
+            "position": recipient.position,
+            "number": recipient.number,
+            "contact_id": recipient.contact_id,
+            "variables": recipient.variables,
+            "state": recipient.state,
+            "attempts": [dict(entry) for entry in recipient.attempt_log or []],
+            "next_attempt_at": isoformat(recipient.due_at) if recipient.state == "pending" else None,
+            "error": recipient.error,
+        }
+
+
+class CampaignRecipientList(BaseModel):
+    data: list[CampaignRecipientOut]
+    total: int
+    skip: int
+    take: int
+
+
+class CampaignRecipientQuery(QueryModel):
+    state: RecipientState | None = None
+    skip: int = Field(0, ge=0)
+    take: int = Field(20, ge=1, le=MAX_TAKE)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -87,9 +88,17 @@ def _check_contact(organization_id: uuid.UUID, contact_id: str) -> str:
     return str(found)
 
 
-def place_call(organization_id: uuid.UUID, draft: CallDraft) -> Call:
+def place_call(
+    organization_id: uuid.UUID,
+    draft: CallDraft,
+    *,
+    campaign_id: uuid.UUID | None = None,
+    before_dial: Callable[[Call], None] | None = None,
+) -> Call:
     """Store an outbound call in ``queued`` and place it through the number's provider. A provider's
-    refusal is answered with its status (502, or 429) and stores nothing."""
+    refusal is answered with its status (502, or 429) and stores nothing. A campaign's call carries its
+    ``campaign_id``; ``before_dial(call)`` runs once the call is stored, before the provider is called (a
+    campaign makes its recipient's call durable there, so a crash mid-dial is never dialled again)."""
     to = e164(draft.to, "to")
     number = _number_for(organization_id, draft.from_number)
     if draft.agent_id and draft.member_id:
@@ -124,9 +133,12 @@ def place_call(organization_id: uuid.UUID, draft: CallDraft) -> Call:
         started_at=utcnow(),
         transcript=[],
         call_metadata=dict(draft.metadata or {}),
+        campaign_id=campaign_id,
     )
     db.session.add(call)
     db.session.flush()
+    if before_dial is not None:
+        before_dial(call)
     try:
         placed = provider.place_call(number, call)
     except ProviderError as error:

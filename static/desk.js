@@ -2414,8 +2414,13 @@ document.addEventListener("change", function (evt) {
     return value.toLocaleString(locale, { maximumFractionDigits: 1 }) + " " + unit;
   }
 
+  // One bar per row (a person, a reason): the chart grows with the rows (CSSOM, which the policy allows).
+  function fitRows(canvas, rows) {
+    canvas.parentElement.style.height = Math.max(8, 5 + 2 * rows) + "rem";
+  }
+
   function stackedBars(canvas, labels, series, data, horizontal) {
-    const locale = document.documentElement.lang || undefined;
+    const locale = data.chart.locale;
     const valueAxis = horizontal ? "x" : "y";
     const scales = { x: { stacked: true }, y: { stacked: true } };
     scales[valueAxis].beginAtZero = true;
@@ -2430,6 +2435,7 @@ document.addEventListener("change", function (evt) {
             data: series[status],
             backgroundColor: colour(status),
             borderWidth: 0,
+            maxBarThickness: 40,
           };
         }),
       },
@@ -2455,12 +2461,18 @@ document.addEventListener("change", function (evt) {
   }
 
   function reasonBars(canvas, data) {
-    const locale = document.documentElement.lang || undefined;
+    const locale = data.chart.locale;
     return new window.Chart(canvas, {
       type: "bar",
       data: {
         labels: data.chart.reasons.labels,
-        datasets: [{ label: data.unit, data: data.chart.reasons.hours, backgroundColor: colour("away"), borderWidth: 0 }],
+        datasets: [{
+          label: data.unit,
+          data: data.chart.reasons.hours,
+          backgroundColor: colour("away"),
+          borderWidth: 0,
+          maxBarThickness: 28,
+        }],
       },
       options: {
         indexAxis: "y",
@@ -2490,11 +2502,10 @@ document.addEventListener("change", function (evt) {
       if (kind === "days") {
         drawn.push(stackedBars(canvas, data.chart.days.labels, data.chart.days.hours, data, false));
       } else if (kind === "people") {
-        // one bar per person: the chart grows with the team (CSSOM, which the policy allows)
-        const box = canvas.parentElement;
-        box.style.height = Math.max(10, 5 + 2 * data.chart.people.labels.length) + "rem";
+        fitRows(canvas, data.chart.people.labels.length);
         drawn.push(stackedBars(canvas, data.chart.people.labels, data.chart.people.hours, data, true));
       } else if (kind === "reasons") {
+        fitRows(canvas, data.chart.reasons.labels.length);
         drawn.push(reasonBars(canvas, data));
       }
     });

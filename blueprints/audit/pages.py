@@ -99,11 +99,16 @@ ACTION_LABELS = {
     "team.created": lazy_gettext("Team created"),
     "team.deleted": lazy_gettext("Team deleted"),
     "team.updated": lazy_gettext("Team changed"),
+    "team.members_added": lazy_gettext("Members added to a team"),
+    "team.members_removed": lazy_gettext("Member removed from a team"),
     "telecom_user.deleted": lazy_gettext("Telecom user deleted"),
     "telecom_webhook_endpoint.deleted": lazy_gettext("Lifecycle webhook endpoint deleted"),
+    "unavailable_reason.created": lazy_gettext("Unavailability reason added"),
+    "unavailable_reason.updated": lazy_gettext("Unavailability reason changed"),
     "unavailable_reason.deleted": lazy_gettext("Unavailability reason deleted"),
     "user.deactivated": lazy_gettext("Desk user deactivated"),
     "user.password_changed": lazy_gettext("Desk user's password changed"),
+    "user.password_reset": lazy_gettext("Desk user's password reset"),
 }
 
 

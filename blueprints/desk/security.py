@@ -14,6 +14,9 @@
 - Brute force: failed sign-ins are limited per account and per source address (Flask-Limiter; memory,
   or Redis when ``REDIS_URL`` is set, so all processes share the count).
 - Roles: ``agent`` and ``supervisor``; :func:`require_role` refuses with 403 whatever the page shows.
+- A password someone else chose (``users.must_change_password``): every page but the change-password
+  page, the language menu and sign-out sends the user to change it first, and the desk's Socket.IO
+  refuses the session until then (blueprints/shell/realtime.py).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from dataclasses import asdict, dataclass
 from datetime import timedelta
 from typing import Any
 
-from flask import Blueprint, Flask, abort, current_app, request
+from flask import Blueprint, Flask, Response, abort, current_app, make_response, redirect, request, url_for
 from flask_limiter import Limiter
 from flask_limiter.util import get_remote_address
 from flask_login import LoginManager, UserMixin, current_user
@@ -144,10 +147,24 @@ def protect_pages(blueprint: Blueprint) -> None:
             return None
         if not current_user.is_authenticated:
             return current_app.login_manager.unauthorized()  # type: ignore[attr-defined]
+        if current_user.must_change_password and request.endpoint not in _WHILE_PASSWORD_MUST_CHANGE:
+            return _to_password_change()
         return None
 
 
 _PUBLIC_ENDPOINTS = {"desk.signin", "desk.static_asset"}
+# What a user whose password was chosen by someone else may reach before changing it.
+_WHILE_PASSWORD_MUST_CHANGE = {"desk.change_password", "desk.signout", "desk.choose_language"}
+
+
+def _to_password_change() -> Response:
+    """Every other page sends the user to change their password first (htmx follows HX-Redirect)."""
+    target = url_for("desk.change_password")
+    if request.headers.get("HX-Request") == "true":
+        response = make_response("", 204)
+        response.headers["HX-Redirect"] = target
+        return response
+    return redirect(target)
 
 
 limiter = Limiter(key_func=get_remote_address, default_limits=[], headers_enabled=True)

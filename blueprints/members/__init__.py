@@ -13,6 +13,7 @@ def init_app(app: Flask) -> None:
     from blueprints.members import realtime
     from blueprints.members.api import api
     from blueprints.members.messaging_api import api as messaging_api
+    from blueprints.members.pages import pages
 
     # Seconds a member stays as it was after its last connection drops (see docs/members.md).
     app.config.setdefault(
@@ -21,3 +22,4 @@ def init_app(app: Flask) -> None:
     )
     app.register_api(api)  # type: ignore[attr-defined]
     app.register_api(messaging_api)  # type: ignore[attr-defined]
+    app.register_blueprint(pages)  # the desk's /team and its people, teams and reasons settings (supervisors)

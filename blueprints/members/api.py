@@ -77,7 +77,8 @@ def _org() -> uuid.UUID:
     return auth.current_organization_id()
 
 
-def _csv(text: str, filename: str) -> Response:
+def csv_download(text: str, filename: str) -> Response:
+    """A CSV file as a download (the API's exports and the desk's, blueprints/members/pages/team.py)."""
     return Response(
         text.encode("utf-8"),
         mimetype="text/csv",
@@ -322,7 +323,7 @@ def export_availability(path: OrgPath, query: StatsQuery) -> Response:
         _org(), stats_range, member_id=query.member_id, team_id=_team_filter(query)
     )
     name = f"member-availability_{stats_range.first_day}_{stats_range.last_day}.csv"
-    return _csv(stats.availability_csv(totals), name)
+    return csv_download(stats.availability_csv(totals), name)
 
 
 @api.get("/stats/export/status-events", tags=[TAG_PRESENCE], responses={200: _csv_doc()})
@@ -331,7 +332,7 @@ def export_status_events(path: OrgPath, query: StatusEventsExportQuery) -> Respo
     stats_range = _range(query)
     events = stats.events_in_range(_org(), stats_range, member_id=query.member_id, status=query.status)
     name = f"member-status-events_{stats_range.first_day}_{stats_range.last_day}.csv"
-    return _csv(stats.status_events_csv(events, stats_range.zone), name)
+    return csv_download(stats.status_events_csv(events, stats_range.zone), name)
 
 
 # ---------------------------------------------------------------------------------------------- teams

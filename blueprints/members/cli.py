@@ -1,5 +1,6 @@
 """``users create``: a desk login user and its human member; ``users deactivate`` and
-``users set-password``, which also end the user's desk sessions."""
+``users set-password``, which also end the user's desk sessions. ``--must-change-password`` (create,
+set-password) marks a password someone else chose: the desk has the user change it at their next sign-in."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from blueprints.members.services.users import (
     create_user,
     deactivate_user,
     find_user_by_email,
+    reset_password,
 )
 from core.environments import ENVIRONMENTS, LIVE, environment_app, in_environment
 from core.errors import ApiError
@@ -30,6 +32,7 @@ users_cli = AppGroup("users", help="Desk login users (each with its human member
 @click.option("--name", required=True)
 @click.option("--role", type=click.Choice(list(ROLES)), default="agent", show_default=True)
 @click.option("--member-id", default=None, help="Custom id for the member (a generated UUID otherwise).")
+@click.option("--must-change-password", is_flag=True, help="The user changes the password at first sign-in.")
 @click.option("--env", "environment", type=click.Choice(list(ENVIRONMENTS)), default=LIVE, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def create_user_command(
@@ -39,6 +42,7 @@ def create_user_command(
     name: str,
     role: str,
     member_id: str | None,
+    must_change_password: bool,
     environment: str,
     as_json: bool,
 ) -> None:
@@ -50,7 +54,13 @@ def create_user_command(
     with in_environment(app, environment):
         try:
             created = create_user(
-                organization_id, email=email, password=password, name=name, role=role, member_id=member_id
+                organization_id,
+                email=email,
+                password=password,
+                name=name,
+                role=role,
+                member_id=member_id,
+                must_change_password=must_change_password,
             )
         except ApiError as error:
             raise click.ClickException(error.message or "invalid input") from None
@@ -61,6 +71,7 @@ def create_user_command(
             "email": created.user.email,
             "name": created.user.name,
             "role": created.user.role,
+            "must_change_password": created.user.must_change_password,
             "environment": environment,
         }
     if as_json:
@@ -97,16 +108,25 @@ def deactivate_user_command(email: str, environment: str) -> None:
 @click.option(
     "--password", prompt=True, hide_input=True, confirmation_prompt=True, help="At least 8 characters."
 )
+@click.option(
+    "--must-change-password",
+    is_flag=True,
+    help="A reset: the user must change this password at their next sign-in.",
+)
 @click.option("--env", "environment", type=click.Choice(list(ENVIRONMENTS)), default=LIVE, show_default=True)
-def set_password_command(email: str, password: str, environment: str) -> None:
+def set_password_command(email: str, password: str, must_change_password: bool, environment: str) -> None:
     """A new password; every desk session signed in with the old one ends."""
     app, organization_id, user_id = _user_in(environment, email)
     with in_environment(app, environment):
         try:
-            change_password(organization_id, user_id, password)
+            if must_change_password:
+                reset_password(organization_id, user_id, password)
+            else:
+                change_password(organization_id, user_id, password)
         except ApiError as error:
             raise click.ClickException(error.message or "invalid input") from None
-    click.echo(f"Password of {email} changed; their other desk sessions have ended")
+    after = "; they must change it at their next sign-in" if must_change_password else ""
+    click.echo(f"Password of {email} changed; their other desk sessions have ended{after}")
 
 
 COMMANDS = (users_cli,)

@@ -12,7 +12,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import ForeignKey, Index, Integer, String, Text, UniqueConstraint, false
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from core.db import JSONType, TimestampMixin, UUIDPrimaryKeyMixin, db, utcnow
@@ -41,6 +41,9 @@ class User(UUIDPrimaryKeyMixin, TimestampMixin, db.Model):
     # sign-in and bumped when the user is deactivated or changes password, which ends every session and
     # Socket.IO connection made before (blueprints/desk/security.py).
     session_version: Mapped[int] = mapped_column(default=1, server_default="1")
+    # Set when someone else chose the password (a supervisor creating the user or resetting it): the desk
+    # sends the user to change it before anything else; their own change clears it (services/users.py).
+    must_change_password: Mapped[bool] = mapped_column(default=False, server_default=false())
 
 
 class DeskSignIn(UUIDPrimaryKeyMixin, db.Model):

@@ -24,6 +24,7 @@ from flask_babel import lazy_pgettext
 from flask_login import current_user, login_user, logout_user
 
 from blueprints.crm.services.tasks import overdue_count
+from blueprints.desk.errors import refusal_message
 from blueprints.desk.fragments import vary_fragment as _vary
 from blueprints.desk.i18n import LANGUAGES
 from blueprints.desk.memo import per_request
@@ -34,7 +35,15 @@ from blueprints.inbox.services.tab_counts import tab_counts
 from blueprints.members.services.desk import desk_identity
 from blueprints.members.services.presence import availabilities, change_status
 from blueprints.members.services.reasons import list_reasons
-from blueprints.members.services.users import authenticate, end_sign_in, sign_out_everywhere, start_sign_in
+from blueprints.members.services.users import (
+    MIN_PASSWORD_LENGTH,
+    authenticate,
+    end_sign_in,
+    sign_in_remembered,
+    sign_out_everywhere,
+    start_sign_in,
+)
+from blueprints.members.services.users import change_password as change_password_of
 from core import uow
 from core.auth import actor
 from core.errors import ApiError
@@ -86,10 +95,50 @@ def signin() -> Response | str | tuple[str, int]:
                 # rather than staying valid, unseen, for whoever kept a copy of its cookies.
                 end_sign_in(current_user.organization_id, current_user.user_id, current_user.sign_in_id)
             login_user(DeskUser(**asdict(identity)), remember=remember)
-            return redirect(_local_target(request.args.get("next")) or url_for("desk.home"))
+            target = _local_target(request.args.get("next"))
+            if identity.must_change_password:  # a password someone else chose: changed before anything else
+                return redirect(url_for("desk.change_password", next=target))
+            return redirect(target or url_for("desk.home"))
         error = _("Wrong e-mail or password.")
     status = 401 if error else 200
     return render_template("desk/signin.html", error=error, email=email), status
+
+
+@pages.route("/account/password", methods=["GET", "POST"])
+def change_password() -> Response | tuple[str, int] | str:
+    """The signed-in user changes their password: the current one, the new one twice. A user whose
+    password someone else chose (a supervisor created or reset it) is sent here by every page until it is
+    changed. The change ends every sign-in of the user (``users.change_password``); this browser goes on
+    with a new one, as remembered as the one it had."""
+    me = signed_in()
+    errors: dict[str, str] = {}
+    target = _local_target(request.values.get("next"))
+    if request.method == "POST":
+        new = request.form.get("password") or ""
+        if new != (request.form.get("confirm") or ""):
+            errors["confirm"] = _("The two new passwords are not the same.")
+        else:
+            try:
+                user = change_password_of(
+                    me.organization_id,
+                    me.user_id,
+                    new,
+                    current_password=request.form.get("current_password") or "",
+                )
+            except ApiError as error:
+                uow.rollback()
+                errors[error.param or "password"] = refusal_message(error)
+            else:
+                remember = sign_in_remembered(me.sign_in_id)
+                sign_in = start_sign_in(user, remember=remember, lifetime=sign_in_lifetime(remember))
+                identity = desk_identity(user.id, sign_in.id)
+                if identity is not None:
+                    login_user(DeskUser(**asdict(identity)), remember=remember)
+                return redirect(target or url_for("desk.home"))
+    status = 422 if errors else 200
+    return render_template(
+        "desk/password.html", me=me, errors=errors, next=target or "", min_length=MIN_PASSWORD_LENGTH
+    ), status
 
 
 @pages.post("/signout")

@@ -35,8 +35,8 @@ def authenticate_desk_socket(*, auth: dict[str, Any]) -> list[str] | None:
     # deactivated user, or from before a password change, cannot (re)connect.
     with in_environment(current_app._get_current_object(), environment):  # type: ignore[attr-defined]
         identity = identity_of_session(user_id)
-    if identity is None or identity.member_id is None:
-        return None
+    if identity is None or identity.member_id is None or identity.must_change_password:
+        return None  # no desk yet for a user who must change the password first
     return members_realtime.hold_connection(
         environment,
         identity.organization_id,

@@ -82,6 +82,12 @@ def test_each_administrative_action_writes_exactly_one_entry(client: FlaskClient
     expect("team.created", "team", team["id"], {"name", "description"})
     api("PATCH", MEMBERS + f"/teams/{team['id']}", {"name": "Ventas MX"})
     expect("team.updated", "team", team["id"], {"name"})
+    api("POST", MEMBERS + f"/teams/{team['id']}/members", {"member_ids": [member["id"]]})
+    expect("team.members_added", "team", team["id"], {"members"})
+    api("POST", MEMBERS + f"/teams/{team['id']}/members", {"member_ids": [member["id"]]})  # already in
+    assert [e for e in _everything(client, org) if e["id"] not in seen] == []
+    api("DELETE", MEMBERS + f"/teams/{team['id']}/members/{member['id']}")
+    expect("team.members_removed", "team", team["id"], {"members"})
     api("DELETE", MEMBERS + f"/teams/{team['id']}")
     expect("team.deleted", "team", team["id"])
     api("DELETE", MESSAGING + f"/members/{member['id']}")
@@ -120,6 +126,13 @@ def test_each_administrative_action_writes_exactly_one_entry(client: FlaskClient
     expect("pipeline.deleted", "pipeline", pipeline["id"])
     # members' unavailability reasons
     reason = api("POST", MEMBERS + "/members/unavailable-reasons", {"name": "Comida"})
+    expect("unavailable_reason.created", "unavailable_reason", reason["id"], {"name"})
+    api(
+        "PATCH",
+        MEMBERS + f"/members/unavailable-reasons/{reason['id']}",
+        {"name": "Almuerzo", "active": False},
+    )
+    expect("unavailable_reason.updated", "unavailable_reason", reason["id"], {"name", "active"})
     api("DELETE", MEMBERS + f"/members/unavailable-reasons/{reason['id']}")
     expect("unavailable_reason.deleted", "unavailable_reason", reason["id"], set())
 

@@ -227,3 +227,25 @@ def test_stats_validation_and_tenancy(client: FlaskClient, org: Org, other_org: 
         assert response.status_code == 400, (path, query)
         assert response.get_json()["message"].startswith(message), response.get_json()
     assert client.get(mem(other_org, path), headers=org.headers()).get_json() == NO_ACCESS
+
+
+def test_seconds_per_local_day_split_at_each_midnight(app: Flask, org: Org, timeline) -> None:
+    """``by_day`` (the desk's chart) cuts the same intervals at the zone's midnights: 2026-11-01 has 25
+    hours in New York, and each member's days add up to the member's totals."""
+    from blueprints.members.services import stats
+
+    with in_environment(app, LIVE):
+        stats_range = stats.make_range(
+            datetime(2026, 11, 1).date(), datetime(2026, 11, 2).date(), "America/New_York"
+        )
+        totals = {
+            t.member.id: t for t in stats.availability_totals(uuid.UUID(org.id), stats_range, by_day=True)
+        }
+    ana = totals[timeline["ana"]]
+    first, second = datetime(2026, 11, 1).date(), datetime(2026, 11, 2).date()
+    assert ana.days[first] == {"online": 70200, "offline": 7200, "busy": 9000, "away": 3600}
+    assert ana.days[second] == {"online": 79200, "offline": 7200, "busy": 0, "away": 0}
+    for member in totals.values():
+        for status in ("online", "offline", "busy", "away"):
+            assert sum(day[status] for day in member.days.values()) == pytest.approx(member.seconds[status])
+    assert stats.range_days(stats_range) == [first, second]

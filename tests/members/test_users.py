@@ -7,10 +7,13 @@ import uuid
 
 from flask import Flask
 from flask.testing import FlaskClient, FlaskCliRunner
+from sqlalchemy import select
 
 from blueprints.members.models import User
-from blueprints.members.services.users import authenticate
+from blueprints.members.services.users import authenticate, change_password
 from core.db import db
+from core.environments import LIVE, in_environment
+from core.errors import ApiError
 from tests.conftest import Org
 from tests.members.conftest import msg
 
@@ -98,3 +101,56 @@ def test_refuses_bad_input(runner: FlaskCliRunner, org: Org) -> None:
         ]
     )
     assert not_uuid.exit_code != 0 and "--org: not a UUID" in not_uuid.output
+
+
+def test_a_password_someone_else_chose_must_be_changed_at_first_sign_in(
+    app: Flask, runner: FlaskCliRunner, client: FlaskClient, org: Org
+) -> None:
+    """``--must-change-password`` on create and on set-password (a reset) marks the user; the desk's sign-in
+    then sends them to change it, and only their own change clears the mark."""
+    from tests.support.desk_users import post_sign_in
+
+    created = _create(runner, org, "--must-change-password", "--json")
+    assert created.exit_code == 0, created.output
+    assert json.loads(created.stdout)["must_change_password"] is True
+    first = post_sign_in(client, "lead@example.test", "s3cret-pass")
+    assert first.status_code == 302 and first.headers["Location"].startswith("/account/password")
+
+    with app.app_context():
+        user = db.session.scalar(select(User).where(User.email == "lead@example.test"))
+        assert user is not None and user.must_change_password
+        user_id, organization_id = user.id, user.organization_id
+    with in_environment(app, LIVE):
+        try:
+            change_password(organization_id, user_id, "s3cret-pass")
+        except ApiError as refusal:
+            assert (refusal.code, refusal.param) == ("password_unchanged", "password")
+        else:
+            raise AssertionError("the given password was accepted as the new one")
+    with in_environment(app, LIVE):
+        try:
+            change_password(organization_id, user_id, "another-pass", current_password="wrong")
+        except ApiError as refusal:
+            assert (refusal.code, refusal.param) == ("password_wrong", "current_password")
+        else:
+            raise AssertionError("a wrong current password was accepted")
+    with in_environment(app, LIVE):
+        change_password(organization_id, user_id, "another-pass", current_password="s3cret-pass")
+    assert post_sign_in(app.test_client(), "lead@example.test", "another-pass").headers["Location"] == "/desk"
+
+    reset = runner.invoke(
+        args=[
+            *("users", "set-password", "--email", "lead@example.test"),
+            *("--password", "temporary-1", "--must-change-password"),
+        ]
+    )
+    assert reset.exit_code == 0 and "must change it" in reset.output
+    again = post_sign_in(app.test_client(), "lead@example.test", "temporary-1")
+    assert again.headers["Location"].startswith("/account/password")
+    plain = runner.invoke(
+        args=["users", "set-password", "--email", "lead@example.test", "--password", "operator-set-9"]
+    )
+    assert plain.exit_code == 0
+    assert (
+        post_sign_in(app.test_client(), "lead@example.test", "operator-set-9").headers["Location"] == "/desk"
+    )

@@ -47,7 +47,16 @@ PUBLIC: dict[str, str] = {
     "readyz": "readiness check (core/health.py): says whether the stores answer, no data",
 }
 # Blueprints whose rules are desk pages (Flask-Login session + CSRF, blueprints/desk/security.py).
-PAGE_BLUEPRINTS = {"desk", "inbox_pages", "crm_pages", "ai_pages", "telecom_pages", "audit_pages", "channels_pages", "broadcasts_pages"}
+PAGE_BLUEPRINTS = {
+    "desk",
+    "inbox_pages",
+    "crm_pages",
+    "ai_pages",
+    "telecom_pages",
+    "audit_pages",
+    "channels_pages",
+    "broadcasts_pages",
+}
 PAGE_ENDPOINTS = {"index"}  # the front door: redirects to the desk
 
 # Parameters whose value is shared by every organization (a catalogue), not owned by one.

@@ -335,6 +335,10 @@ def _params(app: Flask, env: str) -> dict[str, str]:
             "pages:*/tasks/<task_id>": first("crm_tasks")["id"],
             "pages:tickets/<ticket_id>": first("crm_tickets")["id"],
             "pages:tickets/column/<state>": "new",
+            "pages:settings/people/<user_id>": first("users")["id"],
+            "pages:settings/teams/<team_id>": team["id"],
+            "pages:*/members/<member_id>": team_member["id"],
+            "pages:settings/reasons/<reason_id>": first("unavailability_reasons")["id"],
             "pages:settings/channels/<address>": first("organization_addresses")["address"],
             "pages:broadcasts/<broadcast_id>": first("broadcasts")["id"],
         }

@@ -35,6 +35,7 @@ from blueprints.ai import knowledge, views
 from blueprints.ai.models import KnowledgeDocument
 from blueprints.ai.pages import pages
 from blueprints.ai.schemas import DocumentCreate, DocumentUpdate
+from blueprints.desk.forms import field_errors
 from blueprints.desk.fragments import vary_fragment
 from blueprints.desk.security import DeskUser, require_role, signed_in
 from blueprints.members.models import Member
@@ -114,27 +115,6 @@ def _list_context(me: DeskUser, agent: Member, q: str, after: uuid.UUID | None =
 # ------------------------------------------------------------------------------------------ the form
 
 
-def _field_errors(error: ValidationError, fields: dict[str, str]) -> dict[str, str]:
-    """The request model's refusals in the page's words, by form field (the model holds the rule)."""
-    found: dict[str, str] = {}
-    for item in error.errors(include_url=False):
-        name = fields.get(str(item["loc"][0]) if item["loc"] else "", "body")
-        context = item.get("ctx") or {}
-        kind = item["type"]
-        if kind == "string_too_short":
-            message = _("Required.")
-        elif kind == "string_too_long":
-            message = _(
-                "At most %(limit)s characters (this has %(count)s).",
-                limit=f"{context.get('max_length', 0):,}",
-                count=f"{len(str(item.get('input') or '')):,}",
-            )
-        else:
-            message = _("This value is not valid.")
-        found.setdefault(name, message)
-    return found
-
-
 def _read_file(upload: FileStorage) -> tuple[str | None, str | None]:
     """``(text, refusal)`` of an uploaded file: a .txt or .md file of UTF-8 text within the size limit."""
     name = PurePath(upload.filename or "").name
@@ -212,7 +192,7 @@ def studio_knowledge_add(agent_id: str) -> Response:
                 {"title": values["title"], "body": values["body"], "source": source}
             )
         except ValidationError as error:
-            errors = _field_errors(error, {"title": "title", "body": "body", "source": "file"})
+            errors = field_errors(error, {"title": "title", "body": "body", "source": "file"})
     if errors:
         if source is not None and "body" in errors:
             errors.setdefault("file", errors.pop("body"))
@@ -291,7 +271,7 @@ def studio_knowledge_save(agent_id: str, document_id: str) -> Response:
     try:
         changes = DocumentUpdate.model_validate({"title": values["title"], "body": values["body"]})
     except ValidationError as error:
-        form = {"values": values, "errors": _field_errors(error, {"title": "title", "body": "body"})}
+        form = {"values": values, "errors": field_errors(error, {"title": "title", "body": "body"})}
         return _render(
             "ai/studio/_knowledge_edit.html",
             422,

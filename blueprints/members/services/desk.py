@@ -27,6 +27,8 @@ class DeskIdentity:
     sign_in_id: uuid.UUID
     # The user's sign-in generation (users.session_version): a session made under another one has ended.
     session_version: int = 1
+    # A password someone else chose: the desk shows only the change-password page until it is changed.
+    must_change_password: bool = False
 
 
 def desk_identity(user_id: uuid.UUID, sign_in_id: uuid.UUID) -> DeskIdentity | None:
@@ -60,4 +62,5 @@ def desk_identity(user_id: uuid.UUID, sign_in_id: uuid.UUID) -> DeskIdentity | N
         role=user.role,
         session_version=user.session_version,
         sign_in_id=sign_in_id,
+        must_change_password=bool(user.must_change_password),
     )

@@ -1,8 +1,9 @@
 """Unavailability reasons ("Lunch", "Training"): why a member is busy, away or offline.
 
-Lifecycle: a reason is created active; it can be renamed and deactivated. Deleting a reason that was
-ever used (in the status history or as a member's current reason) deactivates it instead, so history
-and statistics keep meaning; the history also copies the reason's name at the time of the change.
+Lifecycle: a reason is created active; it can be renamed, deactivated (archived: members can no longer
+choose it, the history and statistics keep it) and activated again. Deleting a reason that was ever used
+(in the status history or as a member's current reason) deactivates it instead, so history and
+statistics keep meaning; the history also copies the reason's name at the time of the change.
 """
 
 from __future__ import annotations
@@ -40,7 +41,9 @@ def _check_unique(organization_id: uuid.UUID, name: str, exclude: uuid.UUID | No
     if exclude is not None:
         statement = statement.where(UnavailabilityReason.id != exclude)
     if db.session.scalar(statement) is not None:
-        raise ApiError(409, f"name: a reason named {name!r} already exists", code="reason_exists")
+        raise ApiError(
+            409, f"name: a reason named {name!r} already exists", code="reason_exists", param="name"
+        )
 
 
 def create_reason(organization_id: uuid.UUID, fields: dict[str, Any]) -> UnavailabilityReason:
@@ -56,6 +59,9 @@ def create_reason(organization_id: uuid.UUID, fields: dict[str, Any]) -> Unavail
     db.session.add(reason)
     db.session.flush()
     publish("unavailable_reason.created", organization_id, {"reason_id": str(reason.id), "name": name})
+    audit_log.record(
+        "unavailable_reason.created", "unavailable_reason", reason.id, fields, organization_id=organization_id
+    )
     return reason
 
 
@@ -72,6 +78,9 @@ def update_reason(
     if "active" in fields:
         reason.active = fields["active"]
     publish("unavailable_reason.updated", organization_id, {"reason_id": str(reason.id), "name": reason.name})
+    audit_log.record(
+        "unavailable_reason.updated", "unavailable_reason", reason.id, fields, organization_id=organization_id
+    )
     db.session.flush()  # the answer shows the new updated_at
     return reason
 

@@ -11,6 +11,8 @@ Definitions (see docs/members.md):
   member existed (its first history row is its creation) is not counted.
 - Seconds per reason add up the time spent in a not-online status with that reason, keyed by the
   reason's name as recorded at the time of the change.
+- Seconds per day (``by_day``, the desk's availability chart) split the same intervals at each local
+  midnight of the range, so a member's days add up to its totals.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import csv
 import io
 import uuid
+from bisect import bisect_right
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -56,9 +59,11 @@ def make_range(
     last = last_day or (first_day + timedelta(days=DEFAULT_RANGE_DAYS - 1) if first_day else today)
     first = first_day or last - timedelta(days=DEFAULT_RANGE_DAYS - 1)
     if first > last:
-        raise ApiError(400, "from: must not be after to")
+        raise ApiError(400, "from: must not be after to", code="range_inverted", param="from")
     if (last - first).days + 1 > MAX_RANGE_DAYS:
-        raise ApiError(400, f"to: a range covers at most {MAX_RANGE_DAYS} days")
+        raise ApiError(
+            400, f"to: a range covers at most {MAX_RANGE_DAYS} days", code="range_too_long", param="to"
+        )
     return StatsRange(first, last, zone, day_start(first, zone), day_end(last, zone))
 
 
@@ -67,10 +72,42 @@ class MemberTotals:
     member: Member
     seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STATUSES, 0.0))
     reasons: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    # Only with ``by_day``: seconds per status for each local day of the range that has any.
+    days: dict[date, dict[str, float]] = field(default_factory=dict)
 
     @property
     def tracked(self) -> float:
         return sum(self.seconds.values())
+
+    @property
+    def online_share(self) -> float:
+        """The part of the tracked time spent online, 0 to 1 (0 when nothing was tracked)."""
+        return self.seconds["online"] / self.tracked if self.tracked else 0.0
+
+
+def range_days(stats_range: StatsRange) -> list[date]:
+    """The local days of the range, first to last."""
+    count = (stats_range.last_day - stats_range.first_day).days + 1
+    return [stats_range.first_day + timedelta(days=offset) for offset in range(count)]
+
+
+def _spread_by_day(
+    days: dict[date, dict[str, float]],
+    status: str,
+    start: datetime,
+    end: datetime,
+    day_starts: list[datetime],
+    first_day: date,
+) -> None:
+    """Add ``start``..``end`` to ``days``, cut at each local midnight (``day_starts``: the UTC instant
+    each local day of the range begins)."""
+    index = max(bisect_right(day_starts, start) - 1, 0)
+    while start < end:
+        following = day_starts[index + 1] if index + 1 < len(day_starts) else end
+        piece_end = min(end, following)
+        day = first_day + timedelta(days=index)
+        days.setdefault(day, dict.fromkeys(STATUSES, 0.0))[status] += (piece_end - start).total_seconds()
+        start, index = piece_end, index + 1
 
 
 def _members(organization_id: uuid.UUID, member_id: str | None, team_id: uuid.UUID | None) -> list[Member]:
@@ -115,8 +152,10 @@ def availability_totals(
     member_id: str | None = None,
     team_id: uuid.UUID | None = None,
     now: datetime | None = None,
+    by_day: bool = False,
 ) -> list[MemberTotals]:
-    """Seconds per status and per reason for each member: three queries whatever the size."""
+    """Seconds per status and per reason for each member (and per local day with ``by_day``): three
+    queries whatever the size."""
     members = _members(organization_id, member_id, team_id)
     totals = {m.id: MemberTotals(m) for m in members}
     if not members:
@@ -130,6 +169,7 @@ def availability_totals(
         mid: (e.to_status, e.reason_name) for mid, e in _state_before(organization_id, ids, start).items()
     }
     since = dict.fromkeys(current, start)
+    day_starts = [day_start(day, stats_range.zone) for day in range_days(stats_range)] if by_day else []
     # Plain rows, not ORM objects: a week of a large team is thousands of changes.
     events = db.session.execute(
         select(
@@ -155,6 +195,8 @@ def availability_totals(
         totals[mid].seconds[status] += seconds
         if reason and status != "online":
             totals[mid].reasons[reason] += seconds
+        if by_day:
+            _spread_by_day(totals[mid].days, status, since[mid], until, day_starts, stats_range.first_day)
 
     for member_id, when, to_status, reason_name in events:
         close(member_id, when)

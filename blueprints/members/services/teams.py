@@ -85,14 +85,16 @@ def _check_unique(organization_id: uuid.UUID, name: str, exclude: uuid.UUID | No
     if exclude is not None:
         statement = statement.where(Team.id != exclude)
     if db.session.scalar(statement) is not None:
-        raise ApiError(409, f"name: a team named {name!r} already exists", code="team_exists")
+        raise ApiError(409, f"name: a team named {name!r} already exists", code="team_exists", param="name")
 
 
 def _resolve_members(organization_id: uuid.UUID, member_ids: list[str]) -> list[Member]:
     found = members_by_ids(organization_id, member_ids)
     missing = [m for m in member_ids if m not in found]
     if missing:
-        raise ApiError(400, f"member_ids: no member with id {missing[0]!r}")
+        raise ApiError(
+            400, f"member_ids: no member with id {missing[0]!r}", code="member_unknown", param="member_ids"
+        )
     return [found[m] for m in dict.fromkeys(member_ids)]
 
 
@@ -159,6 +161,7 @@ def add_members(organization_id: uuid.UUID, team_id: uuid.UUID | str, member_ids
     members = _resolve_members(organization_id, member_ids)
     if _add(team, members):
         publish("team.changed", organization_id, {"team_id": str(team.id), "added": [m.id for m in members]})
+        audit_log.record("team.members_added", "team", team.id, ["members"], organization_id=organization_id)
     db.session.flush()
     return team
 
@@ -170,8 +173,9 @@ def remove_member(organization_id: uuid.UUID, team_id: uuid.UUID | str, member_i
         delete(TeamMember).where(TeamMember.team_id == team.id, TeamMember.member_pk == member.pk)
     ).rowcount
     if not removed:
-        raise ApiError(404, f"Member {member_id} is not in this team")
+        raise ApiError(404, f"Member {member_id} is not in this team", code="member_not_in_team")
     publish("team.changed", organization_id, {"team_id": str(team.id), "removed": [member.id]})
+    audit_log.record("team.members_removed", "team", team.id, ["members"], organization_id=organization_id)
     return team
 
 

@@ -218,6 +218,19 @@ def _voice_a(runner: FlaskCliRunner, client: FlaskClient, env: str, key: str) ->
     )
     assert connected.exit_code == 0, connected.output
     _api(client, "POST", f"{PREFIX[env]}/v2/voice/organizations/{org}/calls", key, {"to": "+525512345678"})
+    with environment_app(runner.app, env).app_context():
+        agent = _first("members", organization_id=DEMO_ORGANIZATION_ID, ai=True)
+    campaign = {
+        "name": "Renovaciones Quetzal",
+        "agent_id": agent["id"],
+        "from_number": "+525550009000",
+        "recipients": [{"number": "+525512345678"}],
+        "window": {"timezone": "America/Mexico_City", "days": ["mon"], "start": "09:00", "end": "18:00"},
+        "max_concurrent": 1,
+        "max_attempts": 1,
+        "retry_minutes": 30,
+    }
+    _api(client, "POST", f"{PREFIX[env]}/v2/voice/organizations/{org}/campaigns", key, campaign)  # a draft
 
 
 def _params(app: Flask, env: str) -> dict[str, str]:
@@ -316,6 +329,7 @@ def _params(app: Flask, env: str) -> dict[str, str]:
             "messages:*/messages/<message_id>": message["id"],
             "voice:*/numbers/<number_id>": first("voice_numbers")["id"],
             "voice:*/calls/<call_id>": first("voice_calls")["id"],
+            "voice:*/campaigns/<campaign_id>": first("voice_campaigns")["id"],
             # Desk pages
             "pages:agents/<agent_id>": agent["id"],
             "pages:*/knowledge/<document_id>": first("knowledge_documents")["id"],
@@ -341,6 +355,9 @@ def _params(app: Flask, env: str) -> dict[str, str]:
             "pages:settings/reasons/<reason_id>": first("unavailability_reasons")["id"],
             "pages:settings/channels/<address>": first("organization_addresses")["address"],
             "pages:broadcasts/<broadcast_id>": first("broadcasts")["id"],
+            "pages:settings/keys/<key_id>": first("api_keys")["id"],
+            "pages:settings/labels/<label_id>": first("labels")["id"],
+            "pages:settings/canned/<canned_id>": first("canned_responses")["id"],
         }
     return {kind: _text(value) for kind, value in values.items()}
 

@@ -4,7 +4,8 @@ the refusal names and words it."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import TypeVar
 
 from flask_babel import gettext as _
 from pydantic import ValidationError
@@ -41,3 +42,21 @@ def refusal_errors(error: ApiError, fields: Mapping[str, str]) -> dict[str, str]
     if error.param is None or error.param not in fields:
         return None
     return {fields[error.param]: refusal_message(error)}
+
+
+T = TypeVar("T")
+
+
+def attempt(call: Callable[[], T], fields: Mapping[str, str]) -> tuple[T | None, dict[str, str]]:
+    """Run a form's verb: ``(its result, {})``, or ``(None, the refusals by form field)`` when the request
+    model or the service refuses a field of ``fields`` (model or wire name -> the form's). A refusal that
+    names no field of the form is raised: the page's alert, or its 404."""
+    try:
+        return call(), {}
+    except ValidationError as error:
+        return None, field_errors(error, fields)
+    except ApiError as error:
+        errors = refusal_errors(error, fields)
+        if errors is None:
+            raise
+        return None, errors

@@ -82,7 +82,6 @@ def settings_answer(
     errors: dict[str, str] | None = None,
     saved: str | None = None,
     back: str,
-    **extra: Any,
 ) -> Response:
     """A settings page's answer to a change: to htmx, its pane again (the refusal under its field, 422,
     with nothing kept; or the confirmation ``saved`` in the alert area); to a plain form post, the whole
@@ -94,6 +93,6 @@ def settings_answer(
     if not htmx():
         if not errors:
             return redirect(back, 303)
-        return make_response(render_template(page, errors=errors, **context(), **extra), status)
-    html = render_template(pane, errors=errors or {}, saved=saved, **context(), **extra)
+        return make_response(render_template(page, errors=errors, **context()), status)
+    html = render_template(pane, errors=errors or {}, saved=saved, **context())
     return vary_fragment(make_response(html, status))

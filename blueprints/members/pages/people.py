@@ -20,28 +20,29 @@ from typing import Any
 from flask import Response, render_template, request, url_for
 from flask_babel import gettext as _
 
-from blueprints.desk.forms import refusal_errors
+from blueprints.desk.forms import attempt
 from blueprints.desk.security import require_role, signed_in
 from blueprints.members import views
 from blueprints.members.models import ROLES
 from blueprints.members.pages.common import pages, settings_answer
 from blueprints.members.services import users
-from core.errors import ApiError
 
 PAGE = "members/people/page.html"
 PANE = "members/people/_pane.html"
 NEW_FIELDS = {"name": "name", "email": "email", "role": "role", "password": "password"}
 
 
-def _context(**form: Any) -> dict[str, Any]:
+def _context(form: dict[str, str] | None = None, open_user: str = "") -> dict[str, Any]:
+    """The pane's data: ``form`` what was typed in the add form, ``open_user`` the user whose reset form
+    stays open (with its refusal)."""
     me = signed_in()
     return {
         "me": me,
         "people": views.people_rows(me.organization_id),
         "roles": ROLES,
         "min_length": users.MIN_PASSWORD_LENGTH,
-        "form": form.get("form") or {"role": "agent"},
-        "open_user": form.get("open_user") or "",
+        "form": form or {"role": "agent"},
+        "open_user": open_user,
     }
 
 
@@ -57,19 +58,18 @@ def create_person() -> Response:
     me = signed_in()
     values = {name: (request.form.get(name) or "").strip() for name in ("name", "email", "role")}
     password = request.form.get("password") or ""
-    try:
-        created = users.create_user(
+    created, errors = attempt(
+        lambda: users.create_user(
             me.organization_id,
             email=values["email"],
             password=password,
             name=values["name"],
             role=values["role"],
             must_change_password=True,
-        )
-    except ApiError as error:
-        errors = refusal_errors(error, NEW_FIELDS)
-        if errors is None:
-            raise
+        ),
+        NEW_FIELDS,
+    )
+    if created is None:
         return settings_answer(
             PAGE, PANE, lambda: _context(form=values), errors=errors, back=url_for(".people_page")
         )
@@ -85,12 +85,12 @@ def create_person() -> Response:
 @require_role("supervisor")
 def reset_password(user_id: str) -> Response:
     me = signed_in()
-    try:
-        user = users.reset_password(me.organization_id, user_id, request.form.get("password") or "")
-    except ApiError as error:
-        errors = refusal_errors(error, {"password": f"password-{user_id}"})
-        if errors is None:
-            raise
+    password = request.form.get("password") or ""
+    user, errors = attempt(
+        lambda: users.reset_password(me.organization_id, user_id, password),
+        {"password": f"password-{user_id}"},
+    )
+    if user is None:
         return settings_answer(
             PAGE, PANE, lambda: _context(open_user=user_id), errors=errors, back=url_for(".people_page")
         )

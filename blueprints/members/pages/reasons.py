@@ -17,14 +17,13 @@ from typing import Any
 
 from flask import Response, render_template, request, url_for
 from flask_babel import gettext as _
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
-from blueprints.desk.forms import field_errors, refusal_errors
+from blueprints.desk.forms import attempt
 from blueprints.desk.security import require_role, signed_in
 from blueprints.members.pages.common import pages, settings_answer
 from blueprints.members.schemas import ReasonCreate, ReasonUpdate
 from blueprints.members.services import reasons
-from core.errors import ApiError
 
 PAGE = "members/reasons/page.html"
 PANE = "members/reasons/_pane.html"
@@ -69,15 +68,11 @@ def reasons_page() -> str:
 def create_reason() -> Response:
     me = signed_in()
     values = _values()
-    fields = {"name": "name", "description": "description"}
-    try:
-        reason = reasons.create_reason(me.organization_id, _draft(ReasonCreate, values))
-    except ValidationError as error:
-        return _answer(context=lambda: _context(values), errors=field_errors(error, fields))
-    except ApiError as error:
-        errors = refusal_errors(error, fields)
-        if errors is None:
-            raise
+    reason, errors = attempt(
+        lambda: reasons.create_reason(me.organization_id, _draft(ReasonCreate, values)),
+        {"name": "name", "description": "description"},
+    )
+    if reason is None:
         return _answer(context=lambda: _context(values), errors=errors)
     return _answer(saved=_("Reason %(name)s added.", name=reason.name))
 
@@ -88,15 +83,11 @@ def update_reason(reason_id: str) -> Response:
     me = signed_in()
     reasons.get_reason(me.organization_id, reason_id)  # another organization's: 404 before the form is read
     values = _values()
-    fields = {"name": f"name-{reason_id}", "description": f"description-{reason_id}"}
-    try:
-        reason = reasons.update_reason(me.organization_id, reason_id, _draft(ReasonUpdate, values))
-    except ValidationError as error:
-        return _answer(context=lambda: _context(values, reason_id), errors=field_errors(error, fields))
-    except ApiError as error:
-        errors = refusal_errors(error, fields)
-        if errors is None:
-            raise
+    reason, errors = attempt(
+        lambda: reasons.update_reason(me.organization_id, reason_id, _draft(ReasonUpdate, values)),
+        {"name": f"name-{reason_id}", "description": f"description-{reason_id}"},
+    )
+    if reason is None:
         return _answer(context=lambda: _context(values, reason_id), errors=errors)
     return _answer(saved=_("Reason %(name)s saved.", name=reason.name))
 

@@ -16,15 +16,13 @@ from typing import Any
 
 from flask import Response, render_template, request, url_for
 from flask_babel import gettext as _
-from pydantic import ValidationError
 
-from blueprints.desk.forms import field_errors, refusal_errors
+from blueprints.desk.forms import attempt
 from blueprints.desk.security import require_role, signed_in
 from blueprints.members import views
 from blueprints.members.pages.common import pages, settings_answer
 from blueprints.members.schemas import TeamCreate
 from blueprints.members.services import teams
-from core.errors import ApiError
 
 PAGE = "members/teams/page.html"
 PANE = "members/teams/_pane.html"
@@ -50,18 +48,16 @@ def teams_page() -> str:
 def create_team() -> Response:
     me = signed_in()
     values = {name: request.form.get(name) or "" for name in ("name", "description")}
-    fields = {"name": "name", "description": "description"}
-    try:
-        draft = TeamCreate.model_validate(
-            {"name": values["name"], "description": values["description"] or None}
-        )
-        team = teams.create_team(me.organization_id, draft.model_dump(exclude_unset=True, exclude_none=True))
-    except ValidationError as error:
-        return _answer(context=lambda: _context(values), errors=field_errors(error, fields))
-    except ApiError as error:
-        errors = refusal_errors(error, fields)
-        if errors is None:
-            raise
+    team, errors = attempt(
+        lambda: teams.create_team(
+            me.organization_id,
+            TeamCreate.model_validate(
+                {"name": values["name"], "description": values["description"] or None}
+            ).model_dump(exclude_unset=True, exclude_none=True),
+        ),
+        {"name": "name", "description": "description"},
+    )
+    if team is None:
         return _answer(context=lambda: _context(values), errors=errors)
     return _answer(saved=_("Team %(name)s created.", name=team.name))
 
@@ -71,12 +67,11 @@ def create_team() -> Response:
 def add_team_member(team_id: str) -> Response:
     me = signed_in()
     member_id = request.form.get("member_id") or ""
-    try:
-        team = teams.add_members(me.organization_id, team_id, [member_id])
-    except ApiError as error:
-        errors = refusal_errors(error, {"member_ids": f"member-{team_id}"})
-        if errors is None:
-            raise
+    team, errors = attempt(
+        lambda: teams.add_members(me.organization_id, team_id, [member_id]),
+        {"member_ids": f"member-{team_id}"},
+    )
+    if team is None:
         return _answer(errors=errors)
     return _answer(saved=_("Added to %(team)s.", team=team.name))
 

@@ -489,7 +489,7 @@ class _VoiceCampaign:
         checkpoint("campaign.progress")  # the call is known before it is dialled (module docstring)
         # Begin the next transaction now: outside one, work queued for "after the commit" (the provider's
         # status jobs) would run at once, before the dialled call's provider id is even stored.
-        if not db.session.in_transaction():
+        if not db.session().in_transaction():
             db.session.begin()
 
     def act(self, recipient: VoiceCampaignRecipient) -> engine.Outcome:

@@ -399,9 +399,21 @@ def test_the_board_on_a_phone(sales: Sales, ana: DeskLogin, new_context: Callabl
     )
     page.goto("/deals?owner=all")
     wait_for_htmx(page)
-    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    # the page is the phone's width (the columns scroll inside the board): nothing widens the page, so the
+    # browser does not zoom out nor let it slide sideways
+    assert page.evaluate("[window.innerWidth, document.documentElement.scrollWidth]") == [390, 390]
     assert axe_violations(page) == []
     screenshot(page, "crm-deals-phone-es")
+    # the drawer with its line items takes the whole screen, nothing wider than the phone
+    card(page, sales, "Chatbot de citas").locator(".deal-card-name").click()
+    page.locator("#deal-drawer.show #deal-items").wait_for()
+    wait_for_htmx(page)
+    page.wait_for_timeout(400)  # the sheet's slide-in transition
+    drawer = page.locator("#deal-drawer").bounding_box()
+    assert drawer is not None and (drawer["x"], drawer["width"]) == (0, 390)
+    assert page.evaluate("[window.innerWidth, document.documentElement.scrollWidth]") == [390, 390]
+    assert axe_violations(page) == []
+    screenshot(page, "crm-deal-drawer-phone-es")
     assert page.errors == []
 
 

@@ -446,3 +446,34 @@ def test_the_csv_links_serve_the_apis_exports(
         assert mine.get_data() == api.get_data()
     rows = list(csv.reader(io.StringIO(supervisor.get(by_kind["availability"]).get_data(as_text=True))))
     assert rows[1][1] == "Ana Agente"
+
+
+def test_hostile_names_are_text_on_every_page(
+    app: Flask, runner: FlaskCliRunner, client: FlaskClient, org: Org, supervisor: Desk
+) -> None:
+    """A person, a team and a reason named like markup are shown as text, in the charts' data too."""
+    hostile = "<img src=x onerror=alert(1)>'\""
+    person = create_desk_user(runner, org.id, "mal@example.test", name=f"Mal {hostile}")
+    key = {"headers": org.headers()}
+    reason = client.post(mem(org, "/members/unavailable-reasons"), json={"name": f"R {hostile}"}, **key)
+    client.post(mem(org, "/teams"), json={"name": f"T {hostile}", "member_ids": [person["member_id"]]}, **key)
+    with in_environment(app, LIVE):
+        organization_id = uuid.UUID(org.id)
+        presence.change_status(
+            organization_id, person["member_id"], "online", changed_by="t", at=utcnow() - timedelta(hours=2)
+        )
+        presence.change_status(
+            organization_id,
+            person["member_id"],
+            "away",
+            uuid.UUID(reason.get_json()["id"]),
+            changed_by="t",
+            at=utcnow() - timedelta(hours=1),
+        )
+    for path in ("/team", "/team/now", "/settings/people", "/settings/teams", "/settings/reasons"):
+        html = supervisor.get(path).get_data(as_text=True)
+        assert "<img src=x" not in html, path
+        assert "&lt;img src=x onerror=alert(1)&gt;" in html or "\\u003cimg" in html, path
+    charts = supervisor.get("/team").get_data(as_text=True)
+    data = charts[charts.index("data-team-charts='") + len("data-team-charts='") :]
+    assert "'" not in data[: data.index("'>")].replace("\\u0027", "")  # the attribute is not left early

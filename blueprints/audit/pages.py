@@ -11,9 +11,11 @@ swaps the pane, and a "Show more" row that replaces itself with the next page.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from flask import Blueprint, Response, abort, make_response, render_template, request
+from flask_babel import gettext as _
 from flask_babel import lazy_gettext
 
 from blueprints.audit import services
@@ -88,7 +90,18 @@ ACTION_LABELS = {
     "deal.deleted": lazy_gettext("Deal deleted"),
     "flow.deleted": lazy_gettext("Flow deleted"),
     "knowledge_document.deleted": lazy_gettext("Knowledge document deleted"),
+    "label.created": lazy_gettext("Label added"),
+    "label.updated": lazy_gettext("Label changed"),
     "label.deleted": lazy_gettext("Label deleted"),
+    "canned_response.created": lazy_gettext("Canned reply added"),
+    "canned_response.updated": lazy_gettext("Canned reply changed"),
+    "broadcast.created": lazy_gettext("Broadcast created"),
+    "broadcast.canceled": lazy_gettext("Broadcast canceled"),
+    "routing.updated": lazy_gettext("Routing changed"),
+    "knowledge_document.created": lazy_gettext("Knowledge document added"),
+    "knowledge_document.updated": lazy_gettext("Knowledge document changed"),
+    "project.deleted": lazy_gettext("Project deleted"),
+    "ticket_type.deleted": lazy_gettext("Ticket type deleted"),
     "member.created": lazy_gettext("Member created"),
     "member.deleted": lazy_gettext("Member deleted"),
     "member.updated": lazy_gettext("Member changed"),
@@ -112,6 +125,88 @@ ACTION_LABELS = {
 }
 
 
+# The fields entries name, in words. A field without words here is shown with its underscores and dots
+# as spaces ("expires at"), which reads well enough in either language.
+FIELD_LABELS = {
+    "active": lazy_gettext("Active"),
+    "color": lazy_gettext("Colour"),
+    "content": lazy_gettext("Text"),
+    "description": lazy_gettext("Description"),
+    "email": lazy_gettext("Email"),
+    "environment": lazy_gettext("Environment"),
+    "expires_at": lazy_gettext("Expires"),
+    "members": lazy_gettext("Members"),
+    "name": lazy_gettext("Name"),
+    "password": lazy_gettext("Password"),
+    "revoked_at": lazy_gettext("Revoked at"),
+    "role": lazy_gettext("Role"),
+    "short_code": lazy_gettext("Short code"),
+    "source": lazy_gettext("Source"),
+    "status": lazy_gettext("Status"),
+    "title": lazy_gettext("Title"),
+}
+# Recorded values that are codes rather than text, in words (an API key's environment, a label's source).
+VALUE_LABELS = {
+    "live": lazy_gettext("Live"),
+    "sandbox": lazy_gettext("Sandbox"),
+    "manual": lazy_gettext("Added by hand"),
+    "automation": lazy_gettext("From a flow"),
+    "conversation": lazy_gettext("Typed on a conversation"),
+}
+
+
+def _spaced(code: str) -> str:
+    return code.replace("_", " ").replace(".", " ").strip()
+
+
 @pages.app_template_filter("audit_action")
 def audit_action(code: str) -> str:
-    return str(ACTION_LABELS.get(code, code))
+    """An action in words; an action without words yet reads as its code spaced out ("routing updated")."""
+    words = ACTION_LABELS.get(code)
+    return str(words) if words is not None else _spaced(code).capitalize()
+
+
+@pages.app_template_filter("audit_field")
+def audit_field(name: str) -> str:
+    words = FIELD_LABELS.get(name)
+    return str(words) if words is not None else _spaced(name)
+
+
+@dataclass(frozen=True)
+class Change:
+    """One field of an entry as the page shows it: its words, and the before and after when recorded."""
+
+    field: str
+    before: str | None  # None: the value is not in the log (only the field's name is)
+    after: str | None
+    kept: bool  # whether the entry kept values (before/after) for this field
+
+
+def _value(value: Any) -> str:
+    if value is None or value == "" or value == []:
+        return _("(empty)")
+    if isinstance(value, bool):
+        return _("yes") if value else _("no")
+    if isinstance(value, list):
+        return ", ".join(str(item) for item in value)
+    if isinstance(value, str) and value in VALUE_LABELS:
+        return str(VALUE_LABELS[value])
+    return str(value)
+
+
+@pages.app_template_global("audit_changes")
+def audit_changes(summary: dict[str, Any] | None) -> list[Change]:
+    """What an entry changed: the fields with their before → after where the action kept them (labels,
+    canned replies, keys...), the fields' names alone where it kept only names (older entries too)."""
+    summary = summary or {}
+    values: dict[str, Any] = summary.get("changes") or {}
+    shown = []
+    for name in summary.get("fields") or []:
+        if name in values:
+            pair = values[name]
+            shown.append(
+                Change(audit_field(name), _value(pair.get("before")), _value(pair.get("after")), True)
+            )
+        else:
+            shown.append(Change(audit_field(name), None, None, False))
+    return shown

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -33,6 +34,11 @@ class AuditListQuery(QueryModel):
     )
 
 
+class AuditChange(BaseModel):
+    before: Any = Field(description="The value before the action; null when the action set it")
+    after: Any = Field(description="The value after the action; null when cleared or deleted")
+
+
 class AuditSummary(BaseModel):
     fields: list[str] = Field(description="Names of the fields the action set or changed (never values)")
     version: int | None = Field(
@@ -40,6 +46,12 @@ class AuditSummary(BaseModel):
         exclude_if=lambda value: value is None,
         description="The version the action made, for objects that keep versions (an AI agent's "
         "configuration: `agent_config.updated`); absent for the others",
+    )
+    changes: dict[str, AuditChange] | None = Field(
+        None,
+        exclude_if=lambda value: value is None,
+        description="Before and after of the fields whose values are no secret (a label's name, a canned "
+        "reply's short code, a key's name), for the actions that keep them; absent otherwise",
     )
 
 

@@ -6,8 +6,13 @@ action that happened always has its entry. Services call it next to the change, 
 already hold; who did it comes from the request (an API key, a JWT, a signed-in desk user), else ``cli``
 inside a command, else ``system`` (jobs, sweeps).
 
-Entries never carry values: ``changes`` names the fields that were set or changed, and names that do not
-look like field names are refused, so a secret can never be passed in by mistake. An object that keeps
+``changes`` names the fields that were set or changed, and names that do not look like field names are
+refused, so a secret can never be passed in by mistake. A service may also hand over ``before_after``, the
+old and new value of fields that are no secret (a label's name, a canned reply's short code, a key's
+name): that is what the desk's log shows as "before → after". Field names that sound secret (token,
+password, secret, hash, credential) are refused there, and values are short plain ones (text cut at
+200 characters, numbers, true/false, lists of a few words), so the log never becomes a copy of the
+records. An object that keeps
 numbered versions (an AI agent's configuration) also names the version the action made (``version``), so
 the entry leads to that version's snapshot and diff.
 """
@@ -16,7 +21,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -36,11 +41,19 @@ SYSTEM = "system"
 _FIELD_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
 MAX_FIELDS = 100
 _ACTION = re.compile(r"[a-z0-9_]+(\.[a-z0-9_]+)+")
+# A value's field name that sounds like a secret is never given a value in the log, whoever asks.
+_SECRET_FIELD = re.compile(r"token|secret|password|passwd|hash|credential|private", re.IGNORECASE)
+MAX_VALUE_CHARS = 200
+MAX_LIST_ITEMS = 20
 
 # The actions services record (docs/audit.md); the desk's filter offers them.
 ACTIONS: tuple[str, ...] = (
     "api_key.created",
     "api_key.revoked",
+    "label.created",
+    "label.updated",
+    "canned_response.created",
+    "canned_response.updated",
     "channel.connected",
     "agent_config.updated",
     "knowledge_document.created",
@@ -88,16 +101,21 @@ def record(
     organization_id: uuid.UUID | str | None = None,
     actor: str | None = None,
     version: int | None = None,
+    before_after: Mapping[str, tuple[Any, Any]] | None = None,
 ) -> AuditEntry:
     """Add one audit entry to the current unit of work (committed or rolled back with the action).
 
     ``changes``: the names of the fields the action set or changed (never their values).
     ``organization_id`` and ``actor`` default to the request's caller; CLI commands and jobs pass them.
     ``version``: the version of the target the action made, for targets that keep numbered versions.
+    ``before_after``: ``{field: (before, after)}`` for fields that are no secret, what the desk shows as
+    "before → after" (``None`` before: the field was set by the action; ``None`` after: it was cleared or
+    the object deleted). Its fields join ``changes``.
     """
     if not _ACTION.fullmatch(action):
         raise ValueError(f"audit action must be a dotted verb like 'team.created', not {action!r}")
-    fields = sorted(set(changes or ()))
+    values = _checked_values(before_after or {})
+    fields = sorted(set(changes or ()) | set(values))
     bad = [name for name in fields if not isinstance(name, str) or not _FIELD_NAME.fullmatch(name)]
     if bad or len(fields) > MAX_FIELDS:
         raise ValueError("audit changes must be field names (never values)")
@@ -106,6 +124,8 @@ def record(
     summary: dict[str, Any] = {"fields": fields}
     if version is not None:
         summary["version"] = version
+    if values:
+        summary["changes"] = values
     entry = AuditEntry(
         id=uuid.uuid4(),
         organization_id=_organization(organization_id),
@@ -120,6 +140,28 @@ def record(
     )
     db.session.add(entry)
     return entry
+
+
+def _plain(value: Any) -> Any:
+    """A value as the log keeps it: short text, a number, true/false, null, or a few short words."""
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    if isinstance(value, list | tuple):
+        return [_plain(str(item)) for item in list(value)[:MAX_LIST_ITEMS]]
+    if isinstance(value, datetime):
+        return value.astimezone(UTC).isoformat() if value.tzinfo else value.isoformat()
+    text = str(value)
+    return text if len(text) <= MAX_VALUE_CHARS else text[: MAX_VALUE_CHARS - 1] + "…"
+
+
+def _checked_values(before_after: Mapping[str, tuple[Any, Any]]) -> dict[str, dict[str, Any]]:
+    values: dict[str, dict[str, Any]] = {}
+    for name, pair in before_after.items():
+        if not isinstance(name, str) or not _FIELD_NAME.fullmatch(name) or _SECRET_FIELD.search(name):
+            raise ValueError(f"audit values: {name!r} is not a field whose value may be kept")
+        before, after = pair
+        values[name] = {"before": _plain(before), "after": _plain(after)}
+    return values
 
 
 def _request_value(read: Any, limit: int) -> str | None:

@@ -11,6 +11,8 @@ from core.events import subscribe, subscribe_batch
 def init_app(app: Flask) -> None:
     # Imported when the app is built, not when a module of the area is: importing
     # blueprints.inbox.x runs this package's __init__ first, and its API and pages import the whole area.
+    # (pages.settings adds /settings/labels and /settings/canned to the pages blueprint: imported first)
+    import blueprints.inbox.pages.settings  # noqa: F401
     from blueprints.inbox.api import api
     from blueprints.inbox.pages import pages
     from blueprints.inbox.pages.broadcasts import pages as broadcast_pages

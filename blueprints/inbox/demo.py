@@ -13,8 +13,9 @@ from sqlalchemy import select
 from blueprints.inbox.models import ConversationNote, Flow, Label, RoutingRule
 from blueprints.inbox.services import assignment, conversations, labels, notes
 from blueprints.members.models import Team
+from blueprints.messaging import services as messaging
 from blueprints.messaging.demo import DEMO_PHONE_NUMBER_ID
-from blueprints.messaging.models import Conversation, Message
+from blueprints.messaging.models import CannedResponse, Conversation, Message
 from blueprints.messaging.sending import TemplateSend, send_template
 from core.db import db
 from core.demo import DEMO_ORGANIZATION_ID, seeder
@@ -95,6 +96,27 @@ def _send_follow_up_template(conversation: Conversation) -> None:
     )
 
 
+# Canned replies agents insert with "/" in the composer (the settings page lists and edits them).
+CANNED = (
+    ("saludo", "Saludo", "¡Hola {{contact.first_name}}! Gracias por escribirnos. ¿En qué te puedo ayudar?"),
+    (
+        "atencion",
+        "Horario de atención",
+        "Atendemos de lunes a viernes de 9:00 a 18:00 (hora del centro de México).",
+    ),
+    (
+        "envio",
+        "Tiempo de envío",
+        "Tu pedido sale en 24 a 48 horas hábiles; te compartimos la guía en cuanto la tengamos.",
+    ),
+    (
+        "cierre",
+        "Cierre",
+        "Gracias por tu paciencia, {{contact.first_name}}. ¿Hay algo más en lo que te pueda ayudar?",
+    ),
+)
+
+
 @seeder(order=50, name="inbox")
 def seed_inbox(environment: str) -> list[str]:
     known = set(db.session.scalars(select(Label.name_key).where(Label.organization_id == ORG)))
@@ -109,6 +131,9 @@ def seed_inbox(environment: str) -> list[str]:
             interrupt_labels=["soporte"],
             member_id="ai_demo_sofia",
         )
+    if db.session.scalar(select(CannedResponse.id).where(CannedResponse.organization_id == ORG)) is None:
+        for short_code, title, content in CANNED:
+            messaging.create_canned_response(ORG, short_code=short_code, title=title, content=content)
     team = db.session.scalar(select(Team).where(Team.organization_id == ORG, Team.name_key == "ventas"))
     has_rule = db.session.scalar(select(RoutingRule.id).where(RoutingRule.organization_id == ORG))
     if team is not None and has_rule is None:

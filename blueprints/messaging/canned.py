@@ -30,10 +30,16 @@ from core.text import LIKE_ESCAPE, contains_pattern, prefix_pattern
 NOT_FOUND = "Canned response not found"
 VARIABLE = re.compile(r"\{\{\s*contact\.(first_name|name)\s*\}\}")
 SUGGESTIONS = 8  # what the composer's list shows at most
+AUDITED = ("short_code", "title", "content")  # the fields whose before and after the audit log keeps
 
 
 def _taken(short_code: str) -> ApiError:
-    return ApiError(409, f"short_code: a canned response /{short_code} already exists", param="short_code")
+    return ApiError(
+        409,
+        f"short_code: a canned response /{short_code} already exists",
+        code="short_code_taken",
+        param="short_code",
+    )
 
 
 @contextmanager
@@ -101,6 +107,13 @@ def create_canned_response(
     )
     with _unique(short_code):
         db.session.add(canned)
+    audit_log.record(
+        "canned_response.created",
+        "canned_response",
+        canned.id,
+        organization_id=organization_id,
+        before_after={"short_code": (None, short_code), "title": (None, title), "content": (None, content)},
+    )
     return canned
 
 
@@ -109,6 +122,7 @@ def update_canned_response(
 ) -> CannedResponse:
     """Change the fields given (``short_code``, ``content``, ``title``; ``title=None`` clears it)."""
     canned = get_canned_response(organization_id, canned_response_id)
+    before = {name: getattr(canned, name) for name in AUDITED}
     short_code = changes.get("short_code")
     if short_code and short_code != canned.short_code and _code_taken(organization_id, short_code, canned.id):
         raise _taken(short_code)
@@ -117,14 +131,30 @@ def update_canned_response(
             if name in changes and (name == "title" or changes[name] is not None):
                 setattr(canned, name, changes[name])
         canned.updated_at = utcnow()
+    changed = {
+        name: (old, getattr(canned, name)) for name, old in before.items() if getattr(canned, name) != old
+    }
+    if changed:  # a save that changes nothing records nothing
+        audit_log.record(
+            "canned_response.updated",
+            "canned_response",
+            canned.id,
+            organization_id=organization_id,
+            before_after=changed,
+        )
     return canned
 
 
 def delete_canned_response(organization_id: uuid.UUID, canned_response_id: str) -> None:
-    db.session.delete(get_canned_response(organization_id, canned_response_id))
+    canned = get_canned_response(organization_id, canned_response_id)
+    db.session.delete(canned)
     db.session.flush()
     audit_log.record(
-        "canned_response.deleted", "canned_response", canned_response_id, organization_id=organization_id
+        "canned_response.deleted",
+        "canned_response",
+        canned_response_id,
+        organization_id=organization_id,
+        before_after={"short_code": (canned.short_code, None)},
     )
 
 

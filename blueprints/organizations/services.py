@@ -20,6 +20,7 @@ from core.auth import AuthenticatedKey
 from core.db import db, utcnow
 from core.environments import KEY_PREFIXES
 from core.errors import ApiError
+from core.tenancy import find_for_org
 from core.text import LIKE_ESCAPE, prefix_pattern
 from core.timeutil import get_zone
 from core.uow import after_commit
@@ -27,6 +28,7 @@ from core.uow import after_commit
 _ALPHABET = string.ascii_letters + string.digits
 SECRET_LENGTH = 40
 VISIBLE_CHARS = 8  # characters after sk_live_/sk_test_ kept in clear as the key's prefix
+KEY_NAME_MAX = 120  # api_keys.name
 
 
 def hash_key(plaintext: str) -> str:
@@ -106,6 +108,10 @@ def issue_api_key(
     """Create a key for ``environment``. ``plaintext`` lets the demo seed derive a stable key."""
     if environment not in KEY_PREFIXES:
         raise ApiError(400, f"environment: must be one of {', '.join(KEY_PREFIXES)}")
+    # A name is a note for people ("Zapier", "partner CRM"): spaces around it mean nothing, none is None.
+    name = " ".join((name or "").split()) or None
+    if name is not None and len(name) > KEY_NAME_MAX:
+        raise ApiError(400, f"name: at most {KEY_NAME_MAX} characters", code="name_too_long", param="name")
     plaintext = plaintext or KEY_PREFIXES[environment] + "".join(
         secrets.choice(_ALPHABET) for _ in range(SECRET_LENGTH)
     )
@@ -126,6 +132,7 @@ def issue_api_key(
         prefix,
         ["environment", "expires_at", "name"],
         organization_id=organization.id,
+        before_after={"name": (None, name), "environment": (None, environment)},
     )
     # This process knows the new key at once (another process loads it on its first use: unknown keys
     # are never cached, so there is nothing to invalidate anywhere).
@@ -236,23 +243,46 @@ def keys_matching(prefix: str) -> list[ApiKey]:
     )
 
 
+def _revoke(key: ApiKey, now: datetime) -> None:
+    if not key.active:
+        return  # revoking twice changes nothing and records nothing
+    key.active = False
+    key.revoked_at = now
+    audit_log.record(
+        "api_key.revoked",
+        "api_key",
+        key.prefix,
+        ["revoked_at"],
+        organization_id=key.organization_id,
+        before_after={"active": (True, False)},
+    )
+
+
 def revoke_api_keys(prefix: str) -> list[ApiKey]:
     """Deactivate the keys that ``prefix`` names (see :func:`keys_matching`); returns them."""
     keys = keys_matching(prefix)
     now = utcnow()
     for key in keys:
-        if key.active:
-            key.active = False
-            key.revoked_at = now
-            audit_log.record(
-                "api_key.revoked",
-                "api_key",
-                key.prefix,
-                ["active", "revoked_at"],
-                organization_id=key.organization_id,
-            )
+        _revoke(key, now)
     db.session.flush()
     return keys
+
+
+def get_api_key(organization_id: uuid.UUID, key_id: str) -> ApiKey:
+    """The organization's key by id; another organization's, an unknown or a malformed id: 404."""
+    key = find_for_org(ApiKey, key_id, organization_id)
+    if key is None:
+        raise ApiError(404, "API key not found", code="api_key_not_found")
+    return key
+
+
+def revoke_api_key(organization_id: uuid.UUID, key_id: str) -> ApiKey:
+    """Deactivate one key of the organization (the desk's "Revoke"); an inactive one stays as it is.
+    Every process stops accepting it once committed (the mapper events below invalidate the caches)."""
+    key = get_api_key(organization_id, key_id)
+    _revoke(key, utcnow())
+    db.session.flush()
+    return key
 
 
 def list_keys(organization_id: uuid.UUID) -> list[ApiKey]:

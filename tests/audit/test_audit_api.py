@@ -97,9 +97,17 @@ def test_each_administrative_action_writes_exactly_one_entry(client: FlaskClient
     api("DELETE", MESSAGING + f"/contacts/{contact['id']}")
     expect("contact.deleted", "contact", contact["id"])
     label = api("POST", MESSAGING + "/labels", {"name": "vip"})
+    expect("label.created", "label", label["id"], {"name"})
+    api("PATCH", MESSAGING + f"/labels/{label['id']}", {"name": "VIP", "color": "#ff0000"})
+    expect("label.updated", "label", label["id"], {"name", "color"})
     api("DELETE", MESSAGING + f"/labels/{label['id']}")
-    expect("label.deleted", "label", label["id"])
+    expect("label.deleted", "label", label["id"], {"name"})
     canned = api("POST", MESSAGING + "/canned-responses", {"short_code": "hola", "content": "¡Hola!"})
+    expect("canned_response.created", "canned_response", canned["id"], {"short_code", "title", "content"})
+    api("PATCH", MESSAGING + f"/canned-responses/{canned['id']}", {"content": "¡Hola!"})  # no change
+    assert [e for e in _everything(client, org) if e["id"] not in seen] == []
+    api("PATCH", MESSAGING + f"/canned-responses/{canned['id']}", {"short_code": "saludo"})
+    expect("canned_response.updated", "canned_response", canned["id"], {"short_code"})
     api("DELETE", MESSAGING + f"/canned-responses/{canned['id']}")
     expect("canned_response.deleted", "canned_response", canned["id"])
     # deletions in the CRM

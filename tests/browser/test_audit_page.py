@@ -34,6 +34,13 @@ def _history(client: FlaskClient, runner: FlaskCliRunner, org: Org) -> None:
     )
     assert client.delete(f"{base}/teams/{team['id']}", headers=org.headers()).status_code == 200
     assert runner.invoke(args=["keys", "create", "--org", org.id, "--name", "integración"]).exit_code == 0
+    # a label added and renamed: entries that keep their before and after
+    labels = f"/v2/messages/organizations/{org.id}/labels"
+    label = client.post(labels, json={"name": "vip"}, headers=org.headers()).get_json()
+    renamed = client.patch(
+        f"{labels}/{label['id']}", json={"name": "VIP", "color": "#e76f51"}, headers=org.headers()
+    )
+    assert renamed.status_code == 200
 
 
 @pytest.mark.parametrize("locale", ["en-US", "es-MX"])
@@ -58,11 +65,21 @@ def test_the_audit_page_in_a_browser(
     rows.first.wait_for()
     assert rows.count() == 25
     assert page.locator("#audit-rows code", has_text="team.deleted").count() == 1
+    # the rename reads as before → after, the action in words
+    renamed = page.locator("#audit-rows tr", has=page.locator("code", has_text="label.updated"))
+    expect(renamed.locator(".audit-before")).to_have_text(
+        ["(vacío)" if locale == "es-MX" else "(empty)", "vip"]
+    )
+    expect(renamed.locator(".audit-after")).to_have_text(["#e76f51", "VIP"])
+    words = "Etiqueta modificada" if locale == "es-MX" else "Label changed"
+    assert words in (renamed.text_content() or "")
     assert axe_violations(page) == []
     screenshot(page, f"audit-{locale[:2]}")
 
     page.locator("#audit-more button").click()  # older entries, appended in place
-    rows.nth(TEAMS + 2).wait_for()  # the teams, one change, one deletion, the CLI's key (and the set-up's)
+    rows.nth(
+        TEAMS + 4
+    ).wait_for()  # the teams, a change, a deletion, the CLI's key, the label's two, the set-up's
     assert page.locator("#audit-more").count() == 0
 
     page.locator("#audit-action").select_option("team.updated")

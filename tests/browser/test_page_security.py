@@ -32,8 +32,10 @@ from werkzeug.routing import Rule
 from blueprints.ai.models import KnowledgeDocument
 from blueprints.crm.models import CrmAccount, CrmContact, CrmTask, Deal, Ticket
 from blueprints.desk.security import PROTECTED_BLUEPRINTS
+from blueprints.inbox.models import Label
 from blueprints.members.models import Member
-from blueprints.messaging.models import Conversation, Message
+from blueprints.messaging.models import CannedResponse, Conversation, Message
+from blueprints.organizations.models import ApiKey
 from core.browser_headers import secure_cookies_enabled
 from core.environments import ENVIRONMENTS, LIVE, SANDBOX, environment_app, in_environment
 from tests.conftest import Org
@@ -366,6 +368,7 @@ def _demo_ids(app: Flask, runner: FlaskCliRunner) -> DemoIds:
             agent = next(iter(_ai_members()))
             crm = _crm_ids()
             document = _knowledge_document(agent)
+            settings = _settings_ids()
         values[environment] = {
             "conversation_id": conversation_id,
             "message_id": message_id,
@@ -373,6 +376,7 @@ def _demo_ids(app: Flask, runner: FlaskCliRunner) -> DemoIds:
             "document_id": document,
             **crm,
             "state": "new",  # a ticket board column
+            **settings,
             # the demo sends no broadcast: an id that names none (the designed 404, under the policy too)
             "broadcast_id": str(uuid.uuid4()),
         }
@@ -414,6 +418,19 @@ def _crm_ids() -> dict[str, str]:
         ("contact_id", CrmContact),
         ("account_id", CrmAccount),
     ):
+        found = db.session.scalar(select(model.id).where(model.organization_id == organization).limit(1))
+        assert found is not None, f"the demo has no {model.__name__}"
+        ids[argument] = str(found)
+    return ids
+
+
+def _settings_ids() -> dict[str, str]:
+    """One demo record of each kind the settings pages name (an API key, a label, a canned reply)."""
+    from core.db import db
+
+    organization = uuid.UUID(DEMO_ORG)
+    ids = {}
+    for argument, model in (("key_id", ApiKey), ("label_id", Label), ("canned_id", CannedResponse)):
         found = db.session.scalar(select(model.id).where(model.organization_id == organization).limit(1))
         assert found is not None, f"the demo has no {model.__name__}"
         ids[argument] = str(found)

@@ -26,8 +26,10 @@ from flask.testing import FlaskClient
 from sqlalchemy import select
 
 from blueprints.channels import services as channels
+from blueprints.inbox.models import Label
 from blueprints.inbox.services import broadcasts
 from blueprints.messaging.models import Message
+from blueprints.organizations import services as organizations
 from core import uow
 from core.db import db
 from core.environments import LIVE, environment_app, in_environment
@@ -93,7 +95,9 @@ def _seed(
     api(client, org, "PATCH", f"/conversations/{conversation}", extra={"labels": [put("label")[:60]]})
     shown["label"] = shown["label"][:60]
     api(client, org, "POST", f"/conversations/{conversation}/notes", content=put("note"))
-    api(client, org, "POST", "/canned-responses", short_code="hola", content=put("canned"), title="t")
+    canned = api(
+        client, org, "POST", "/canned-responses", short_code="hola", content=put("canned"), title="t"
+    )
     mem(client, org, "POST", "/teams", name=put("team")[:120], member_ids=[mate.member_id])
     shown["team"] = shown["team"][:120]
     mem(client, org, "POST", "/members/unavailable-reasons", name=put("reason")[:120])
@@ -135,6 +139,10 @@ def _seed(
         message = db.session.scalar(
             select(Message.id).where(Message.conversation_id == uuid.UUID(conversation))
         )
+        organization = organizations.get_organization(uuid.UUID(org.id))
+        assert organization is not None
+        key = organizations.issue_api_key(organization, LIVE, name=put("key-name")[:120]).key.id
+        label = db.session.scalar(select(Label.id).where(Label.organization_id == organization.id).limit(1))
         # a simulator number with a hostile display name, and a broadcast from it with a hostile name
         channels.connect_address(
             uuid.UUID(org.id),
@@ -156,6 +164,7 @@ def _seed(
         ).broadcast.id
         uow.commit()
     shown["broadcast-name"] = shown["broadcast-name"][:200]
+    shown["key-name"] = shown["key-name"][:120]
     return {
         "login": supervisor,
         "shown": shown,
@@ -171,6 +180,9 @@ def _seed(
             "account_id": account["id"],
             "task_id": task["id"],
             "state": "new",
+            "key_id": str(key),  # the settings pages: API keys, labels, canned replies
+            "label_id": str(label),
+            "canned_id": canned["id"],
             "broadcast_id": str(broadcast),  # a broadcast's progress
         },
     }

@@ -54,8 +54,10 @@ PAGE_BLUEPRINTS = {
     "ai_pages",
     "telecom_pages",
     "audit_pages",
+    "members_pages",
     "channels_pages",
     "broadcasts_pages",
+    "organizations_pages",
 }
 PAGE_ENDPOINTS = {"index"}  # the front door: redirects to the desk
 

@@ -58,8 +58,11 @@ def _label_or_404(organization_id: uuid.UUID, label_id: str) -> Label:
     return label
 
 
+get_label = _label_or_404  # the organization's label by id; another organization's or unknown: 404
+
+
 def _taken(name: str) -> ApiError:
-    return ApiError(409, f"name: a label named {name!r} already exists")
+    return ApiError(409, f"name: a label named {name!r} already exists", code="label_taken", param="name")
 
 
 def _check_unique(organization_id: uuid.UUID, name: str, exclude: uuid.UUID | None = None) -> None:
@@ -89,13 +92,26 @@ def create_label(
     )
     db.session.add(label)
     db.session.flush()
+    audit_log.record(
+        "label.created",
+        "label",
+        label.id,
+        organization_id=organization_id,
+        before_after={"name": (None, name), **{f: (None, v) for f, v in _described(color, description)}},
+    )
     return label
+
+
+def _described(color: str | None, description: str | None) -> list[tuple[str, str]]:
+    """The optional fields a new label was given, for its audit entry."""
+    return [(field, value) for field, value in (("color", color), ("description", description)) if value]
 
 
 def update_label(organization_id: uuid.UUID, label_id: str, changes: Mapping[str, Any]) -> Label:
     """Change the fields in ``changes`` (``name``, ``source``, ``color``, ``description``); a new name
     follows on every conversation that carries the label."""
     label = _label_or_404(organization_id, label_id)
+    before = {field: getattr(label, field) for field in ("name", "source", "color", "description")}
     name = changes.get("name")
     if name and name != label.name:
         _check_unique(organization_id, name, exclude=label.id)
@@ -106,6 +122,11 @@ def update_label(organization_id: uuid.UUID, label_id: str, changes: Mapping[str
             setattr(label, field, changes[field])
     label.updated_at = utcnow()
     db.session.flush()
+    changed = {f: (old, getattr(label, f)) for f, old in before.items() if getattr(label, f) != old}
+    if changed:  # a save that changes nothing records nothing
+        audit_log.record(
+            "label.updated", "label", label.id, organization_id=organization_id, before_after=changed
+        )
     return label
 
 
@@ -124,7 +145,13 @@ def delete_label(organization_id: uuid.UUID, label_id: str) -> int:
     )
     db.session.delete(label)
     db.session.flush()
-    audit_log.record("label.deleted", "label", label.id, organization_id=organization_id)
+    audit_log.record(
+        "label.deleted",
+        "label",
+        label.id,
+        organization_id=organization_id,
+        before_after={"name": (label.name, None)},
+    )
     return len(affected)
 
 
@@ -276,6 +303,26 @@ def enriched_labels(organization_id: uuid.UUID, conversation_id: str) -> list[En
         )
         for name, source in entries
     ]
+
+
+@dataclass(frozen=True)
+class LabelFlows:
+    """The flows (sequences) a label starts and the ones it stops, as :func:`_run_label_flows` reads them."""
+
+    triggers: list[Flow]
+    interrupts: list[Flow]
+
+
+def flows_by_label(organization_id: uuid.UUID) -> dict[str, LabelFlows]:
+    """Every label key named by a flow, with the flows it triggers and interrupts (one query for all the
+    catalogue: the settings page shows them per label)."""
+    found: dict[str, LabelFlows] = {}
+    for flow in list_flows(organization_id):
+        for attribute in ("trigger_labels", "interrupt_labels"):
+            for name in {_key(n) for n in getattr(flow, attribute)}:
+                entry = found.setdefault(name, LabelFlows([], []))
+                (entry.triggers if attribute == "trigger_labels" else entry.interrupts).append(flow)
+    return found
 
 
 def addresses_by_label(organization_id: uuid.UUID, label: str) -> list[str]:

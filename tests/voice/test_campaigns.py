@@ -14,7 +14,8 @@ from flask.testing import FlaskClient, FlaskCliRunner
 from blueprints.voice.services import campaigns as service
 from core.environments import LIVE, in_environment
 from tests.conftest import Org
-from tests.voice.conftest import connect, voice
+from tests.voice.conftest import NUMBER, connect, voice
+from tests.voice.fake_twilio import FakeTwilio
 
 SIM_NUMBER = "+525550002000"
 # Monday 2026-11-23 15:00 in Mexico City (UTC-6): inside a Monday-to-Friday 09:00-18:00 window
@@ -216,3 +217,33 @@ def test_a_campaign_on_the_simulator_retries_busy_numbers_then_completes(
     ).get_json()
     assert calls["total"] == 3 and {c["campaign_id"] for c in calls["data"]} == {campaign_id}
     assert {c["agent_id"] for c in calls["data"]} == {setup}
+
+
+def test_a_call_the_provider_refuses_is_retried_then_exhausted(
+    app: Flask,
+    client: FlaskClient,
+    org: Org,
+    twilio: FakeTwilio,
+    twilio_number: dict[str, Any],
+    clock: Clock,
+) -> None:
+    twilio.refused_numbers.add("+525512345678")
+    created = client.post(
+        f"{voice(org)}/campaigns",
+        json=body(agent(client, org), [{"number": "+525512345678"}], from_number=NUMBER),
+        headers=org.headers(),
+    ).get_json()
+    campaign_id = created["id"]
+    assert _post(client, org, campaign_id, "start").status_code == 200
+    clock.now += timedelta(minutes=30)
+    with in_environment(app, LIVE):
+        service.resume_due()
+    done = client.get(f"{voice(org)}/campaigns/{campaign_id}", headers=org.headers()).get_json()
+    assert done["status"] == "completed" and done["progress"]["exhausted"] == 1
+    recipient = client.get(
+        f"{voice(org)}/campaigns/{campaign_id}/recipients", headers=org.headers()
+    ).get_json()["data"][0]
+    assert [a["outcome"] for a in recipient["attempts"]] == ["failed", "failed"]
+    assert len(twilio.requests_to("/Calls.json")) == 2
+    calls = client.get(f"{voice(org)}/calls", headers=org.headers()).get_json()["data"]
+    assert {(c["status"], c["provider_call_id"]) for c in calls} == {("failed", None)}

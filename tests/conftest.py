@@ -82,12 +82,25 @@ def app(app_config: dict[str, Any]) -> Iterator[Flask]:
         application = create_app(app_config)
         snapshots = {env: dict(environment_app(application, env).config) for env in ENVIRONMENTS}
         _APPS[key] = (application, snapshots)
+    server = realtime.socketio.server
+    handlers = (server.async_handlers, server.eio.async_handlers) if server is not None else None
     yield application
+    if server is not None and handlers is not None:
+        _undo_socketio_test_clients(server, handlers)
     _empty_stores(application)
     for environment, snapshot in snapshots.items():
         config = environment_app(application, environment).config
         config.clear()
         config.update(snapshot)
+
+
+def _undo_socketio_test_clients(server: Any, handlers: tuple[bool, bool]) -> None:
+    """Flask-SocketIO's test client replaces the server's packet senders with its own (on the instance)
+    and makes its handlers synchronous; a later test that serves real browsers from the same app would
+    then never answer their sockets. Put the server back as it was."""
+    for name in ("_send_packet", "_send_eio_packet"):
+        server.__dict__.pop(name, None)
+    server.async_handlers, server.eio.async_handlers = handlers
 
 
 def _empty_stores(application: Flask) -> None:

@@ -256,6 +256,7 @@ def test_deactivating_ends_the_sessions_as_the_command_does(
     assert open_sign_ins == []
     [entry] = _audit(client, org, "user.deactivated")
     assert entry["actor"] == f"user:{myself.id}"
+    assert entry["summary"]["changes"] == {"active": {"before": True, "after": False}}
 
 
 def test_another_organizations_user_is_not_found(
@@ -303,8 +304,14 @@ def test_teams_created_filled_emptied_and_deleted_on_the_page(
     assert supervisor.post(f"/settings/teams/{team_id}/members/{member_id}/remove").status_code == 404
     assert supervisor.post(f"/settings/teams/{team_id}/delete").status_code == 200
     assert client.get(mem(org, f"/teams/{team_id}"), headers=org.headers()).status_code == 404
-    actions = [e["action"] for e in _audit(client, org) if e["target_id"] == team_id]
-    assert sorted(actions) == ["team.created", "team.deleted", "team.members_added", "team.members_removed"]
+    entries = {e["action"]: e for e in _audit(client, org) if e["target_id"] == team_id}
+    assert sorted(entries) == ["team.created", "team.deleted", "team.members_added", "team.members_removed"]
+    assert entries["team.members_added"]["summary"]["changes"] == {
+        "members": {"before": None, "after": ["Ana Agente"]}
+    }
+    assert entries["team.members_removed"]["summary"]["changes"] == {
+        "members": {"before": ["Ana Agente"], "after": None}
+    }
 
 
 # ---- reasons --------------------------------------------------------------------------------------------
@@ -333,8 +340,19 @@ def test_reasons_added_renamed_archived_and_restored(client: FlaskClient, org: O
     page = supervisor.get("/settings/reasons").get_data(as_text=True)
     assert "data-archived" in page
     assert supervisor.post(f"/settings/reasons/{rid}/restore").status_code == 200
-    actions = sorted(e["action"] for e in _audit(client, org) if e["target_id"] == rid)
-    assert actions == ["unavailable_reason.created"] + ["unavailable_reason.updated"] * 3
+    entries = [e for e in _audit(client, org) if e["target_id"] == rid]  # newest first
+    assert [e["action"] for e in entries] == ["unavailable_reason.updated"] * 3 + [
+        "unavailable_reason.created"
+    ]
+    assert [e["summary"].get("changes") for e in entries] == [
+        {"active": {"before": False, "after": True}},
+        {"active": {"before": True, "after": False}},
+        {
+            "name": {"before": "Comida", "after": "Almuerzo"},
+            "description": {"before": "Una hora", "after": None},
+        },
+        {"name": {"before": None, "after": "Comida"}, "description": {"before": None, "after": "Una hora"}},
+    ]
 
 
 def test_a_plain_form_post_without_htmx_redirects_back(supervisor: Desk) -> None:

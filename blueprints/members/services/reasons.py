@@ -20,6 +20,9 @@ from core.errors import ApiError
 from core.events import publish
 from core.tenancy import get_for_org
 
+# The fields whose values the audit log keeps, before and after (none is a secret).
+_KEPT = ("name", "description", "active")
+
 
 def list_reasons(organization_id: uuid.UUID, *, active: bool | None = None) -> list[UnavailabilityReason]:
     statement = select(UnavailabilityReason).where(UnavailabilityReason.organization_id == organization_id)
@@ -60,7 +63,12 @@ def create_reason(organization_id: uuid.UUID, fields: dict[str, Any]) -> Unavail
     db.session.flush()
     publish("unavailable_reason.created", organization_id, {"reason_id": str(reason.id), "name": name})
     audit_log.record(
-        "unavailable_reason.created", "unavailable_reason", reason.id, fields, organization_id=organization_id
+        "unavailable_reason.created",
+        "unavailable_reason",
+        reason.id,
+        fields,
+        organization_id=organization_id,
+        before_after={name: (None, getattr(reason, name)) for name in _KEPT if name in fields},
     )
     return reason
 
@@ -69,6 +77,7 @@ def update_reason(
     organization_id: uuid.UUID, reason_id: uuid.UUID | str, fields: dict[str, Any]
 ) -> UnavailabilityReason:
     reason = get_reason(organization_id, reason_id)
+    before = {name: getattr(reason, name) for name in _KEPT}
     if "name" in fields:
         _check_unique(organization_id, fields["name"], exclude=reason.id)
         reason.name = fields["name"]
@@ -79,7 +88,16 @@ def update_reason(
         reason.active = fields["active"]
     publish("unavailable_reason.updated", organization_id, {"reason_id": str(reason.id), "name": reason.name})
     audit_log.record(
-        "unavailable_reason.updated", "unavailable_reason", reason.id, fields, organization_id=organization_id
+        "unavailable_reason.updated",
+        "unavailable_reason",
+        reason.id,
+        fields,
+        organization_id=organization_id,
+        before_after={
+            name: (before[name], getattr(reason, name))
+            for name in _KEPT
+            if name in fields and before[name] != getattr(reason, name)
+        },
     )
     db.session.flush()  # the answer shows the new updated_at
     return reason

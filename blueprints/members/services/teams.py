@@ -98,7 +98,8 @@ def _resolve_members(organization_id: uuid.UUID, member_ids: list[str]) -> list[
     return [found[m] for m in dict.fromkeys(member_ids)]
 
 
-def _add(team: Team, members: list[Member]) -> int:
+def _add(team: Team, members: list[Member]) -> list[Member]:
+    """Add the members not in the team yet; the ones added."""
     existing = set(
         db.session.scalars(
             select(TeamMember.member_pk).where(
@@ -108,7 +109,7 @@ def _add(team: Team, members: list[Member]) -> int:
     )
     added = [m for m in members if m.pk not in existing]
     db.session.add_all(TeamMember(team_id=team.id, member_pk=m.pk) for m in added)
-    return len(added)
+    return added
 
 
 def create_team(organization_id: uuid.UUID, fields: dict[str, Any]) -> Team:
@@ -159,9 +160,17 @@ def delete_team(organization_id: uuid.UUID, team_id: uuid.UUID | str) -> uuid.UU
 def add_members(organization_id: uuid.UUID, team_id: uuid.UUID | str, member_ids: list[str]) -> Team:
     team = get_team(organization_id, team_id)
     members = _resolve_members(organization_id, member_ids)
-    if _add(team, members):
+    added = _add(team, members)
+    if added:
         publish("team.changed", organization_id, {"team_id": str(team.id), "added": [m.id for m in members]})
-        audit_log.record("team.members_added", "team", team.id, ["members"], organization_id=organization_id)
+        audit_log.record(
+            "team.members_added",
+            "team",
+            team.id,
+            ["members"],
+            organization_id=organization_id,
+            before_after={"members": (None, [m.name for m in added])},
+        )
     db.session.flush()
     return team
 
@@ -175,7 +184,14 @@ def remove_member(organization_id: uuid.UUID, team_id: uuid.UUID | str, member_i
     if not removed:
         raise ApiError(404, f"Member {member_id} is not in this team", code="member_not_in_team")
     publish("team.changed", organization_id, {"team_id": str(team.id), "removed": [member.id]})
-    audit_log.record("team.members_removed", "team", team.id, ["members"], organization_id=organization_id)
+    audit_log.record(
+        "team.members_removed",
+        "team",
+        team.id,
+        ["members"],
+        organization_id=organization_id,
+        before_after={"members": ([member.name], None)},
+    )
     return team
 
 

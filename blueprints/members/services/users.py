@@ -127,6 +127,7 @@ def create_user(
         member.id,
         ["email", "name", "password", "role", *(["must_change_password"] if must_change_password else [])],
         organization_id=organization_id,
+        before_after={"email": (None, address), "name": (None, name), "role": (None, role)},
     )
     return CreatedUser(user, member)
 
@@ -269,10 +270,18 @@ def deactivate_user(
     user = _user_of(organization_id, user_id)
     if by_user_id is not None and user.id == by_user_id:
         raise ApiError(409, "user_id: you cannot deactivate yourself", code="user_is_you", param="user_id")
+    was_active = user.active
     user.active = False
     end_sessions(user)
     db.session.flush()
-    audit_log.record("user.deactivated", "user", user.id, ["active"], organization_id=organization_id)
+    audit_log.record(
+        "user.deactivated",
+        "user",
+        user.id,
+        ["active"],
+        organization_id=organization_id,
+        before_after={"active": (was_active, False)},
+    )
     return user
 
 

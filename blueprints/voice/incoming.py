@@ -16,7 +16,6 @@ from blueprints.voice import signatures, twilio
 from blueprints.voice.models import Call, VoiceNumber
 from blueprints.voice.provider import ProviderError
 from blueprints.voice.services import calls, inbound
-from core.db import db
 from core.errors import ApiError
 
 SIGNATURE_HEADER = "X-Twilio-Signature"
@@ -86,7 +85,9 @@ def _call_of(call_id: str, call_sid: str) -> Call | None:
         wanted = uuid.UUID(call_id)
     except ValueError:
         return None
-    call = db.session.get(Call, wanted)
-    if call is None or not call_sid or call.provider_call_id != call_sid:
+    # Found by the carrier's CallSid (unique in a store; the organization is not known before the
+    # signature is checked) and accepted only when it is the call the URL names.
+    call = calls.call_by_provider_id(call_sid)
+    if call is None or call.id != wanted:
         return None
     return call

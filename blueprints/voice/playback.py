@@ -24,7 +24,7 @@ from blueprints.voice.relay import Relay
 from blueprints.voice.services import inbound
 from blueprints.voice.services.calls import number_of
 from core import uow
-from core.db import db
+from core.tenancy import find_for_org
 
 MAX_SCRIPT_LINES = 50
 
@@ -113,7 +113,7 @@ def play(call: Call, number: VoiceNumber, utterances: list[str]) -> tuple[list[s
     handoff = json.loads(end["handoffData"]) if end and end.get("handoffData") else None
     # What the carrier does next: ask the <Connect action> URL (a <Dial> is where the simulation stops:
     # no person's phone rings offline, so a dialled call stays in progress like a real one would).
-    ended = db.session.get(Call, call_id)
+    ended = find_for_org(Call, call_id, number.organization_id)
     if ended is not None:
         inbound.after_relay(ended, number)
     return socket.answers(), handoff

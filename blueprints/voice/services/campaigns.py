@@ -43,7 +43,7 @@ from core.events import publish
 from core.jobs import job, periodic
 from core.pagination import Page, paginate
 from core.phones import InvalidPhoneNumber, normalize_phone
-from core.tenancy import get_for_org
+from core.tenancy import find_for_org, get_for_org
 from core.timeutil import as_utc
 from core.uow import checkpoint
 
@@ -509,7 +509,7 @@ class _VoiceCampaign:
                 before_dial=lambda call: self._bind(recipient, call),
             )
         except ApiError as error:
-            call = db.session.get(Call, recipient.call_id) if recipient.call_id else None
+            call = find_for_org(Call, recipient.call_id, campaign.organization_id)
             if call is not None and call.status not in TERMINAL:
                 # the provider refused: the stored call fails, and its settling retries the recipient
                 lifecycle.end(call, "failed", reason=(error.code or "provider_error")[:32])
@@ -585,7 +585,7 @@ def settle(call: Call) -> None:
     ).first()
     if recipient is None or recipient.state != "calling":
         return  # settled already (a duplicate report), or not this campaign's current attempt
-    campaign = db.session.get(VoiceCampaign, recipient.campaign_id)
+    campaign = find_for_org(VoiceCampaign, recipient.campaign_id, call.organization_id)
     if campaign is None:
         return
     _log(recipient, call, call.status)

@@ -217,7 +217,7 @@ class CampaignPath(OrgPath):
     campaign_id: str
 
 
-class WindowIn(RequestModel):
+class CampaignWindowIn(RequestModel):
     timezone: str = Field(max_length=64, description="IANA time zone, e.g. America/Mexico_City")
     days: list[Day] = Field(min_length=1, max_length=7)
     start: str = Field(pattern=HHMM, description="HH:MM, local")
@@ -235,7 +235,7 @@ class CampaignCreate(RequestModel):
     agent_id: str = Field(max_length=64, description="The AI agent that talks on the calls")
     from_number: str = Field(max_length=40, description="One of the organization's numbers")
     recipients: list[CampaignRecipientIn] = Field(min_length=1, max_length=10_000)
-    window: WindowIn
+    window: CampaignWindowIn
     max_concurrent: int = Field(ge=1, le=100)
     max_attempts: int = Field(ge=1, le=10)
     retry_minutes: int = Field(ge=1, le=10_080)
@@ -248,7 +248,7 @@ class RejectedRow(BaseModel):
     reason: Literal["invalid", "duplicate", "excluded"]
 
 
-class WindowOut(BaseModel):
+class CampaignWindowOut(BaseModel):
     timezone: str
     days: list[Day]
     start: str
@@ -271,7 +271,7 @@ class CampaignOut(BaseModel):
     agent_id: str
     from_number: str
     status: CampaignStatus
-    window: WindowOut
+    window: CampaignWindowOut
     max_concurrent: int
     max_attempts: int
     retry_minutes: int

@@ -20,13 +20,9 @@ from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, fields, is_dataclass, replace
 from datetime import date, datetime
 from decimal import Decimal
-from types import UnionType
 from typing import (
     Any,
     TypeVar,
-    Union,
-    get_args,
-    get_origin,
     get_type_hints,
 )
 
@@ -76,7 +72,7 @@ from blueprints.crm.rules import (
     WebUrl,
     check_value,
 )
-from core.changes import UNSET, Unset, given, sent  # noqa: F401  (re-exported)
+from core.changes import UNSET, Unset, given, sent, without_unset  # noqa: F401  (re-exported)
 
 T = TypeVar("T")
 D = TypeVar("D")
@@ -340,20 +336,12 @@ class ProductChanges:
 _ADAPTERS: dict[tuple[type[Any], str], TypeAdapter[Any]] = {}
 
 
-def _without_unset(hint: Any) -> Any:
-    """``X | Unset | None`` -> ``X | None``: what a sent value must be."""
-    if get_origin(hint) not in (Union, UnionType):
-        return hint
-    kept = tuple(arm for arm in get_args(hint) if arm != Unset)
-    return kept[0] if len(kept) == 1 else Union[kept]  # noqa: UP007 (arms are only known at run time)
-
-
 def _adapter(cls: type[Any], name: str) -> TypeAdapter[Any]:
     """The field's rule, built once per field (building a TypeAdapter costs far more than using it)."""
     found = _ADAPTERS.get((cls, name))
     if found is None:
         hint = get_type_hints(cls, include_extras=True)[name]
-        found = _ADAPTERS[(cls, name)] = TypeAdapter(_without_unset(hint), config=CONFIG)
+        found = _ADAPTERS[(cls, name)] = TypeAdapter(without_unset(hint), config=CONFIG)
     return found
 
 

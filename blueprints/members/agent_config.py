@@ -26,13 +26,9 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import MISSING, dataclass, fields, replace
-from types import UnionType
 from typing import (
     Any,
     TypeVar,
-    Union,
-    get_args,
-    get_origin,
     get_type_hints,
 )
 
@@ -121,7 +117,7 @@ __all__ = [
     "version_conflict",
 ]
 
-from core.changes import UNSET, Unset, given, sent
+from core.changes import UNSET, Unset, given, sent, without_unset
 
 T = TypeVar("T")
 C = TypeVar("C", "AgentConfigDraft", "AgentConfigChanges")
@@ -181,19 +177,11 @@ class AgentConfigChanges:
 _ADAPTERS: dict[tuple[type[Any], str], TypeAdapter[Any]] = {}
 
 
-def _without_unset(hint: Any) -> Any:
-    """``X | Unset | None`` -> ``X | None``: what a sent value must be."""
-    if get_origin(hint) not in (Union, UnionType):
-        return hint
-    kept = tuple(arm for arm in get_args(hint) if arm != Unset)
-    return kept[0] if len(kept) == 1 else Union[kept]  # noqa: UP007 (arms are only known at run time)
-
-
 def _adapter(cls: type[Any], name: str) -> TypeAdapter[Any]:
     """The field's rule, built once per field (building a TypeAdapter costs far more than using it)."""
     found = _ADAPTERS.get((cls, name))
     if found is None:
-        hint = _without_unset(get_type_hints(cls, include_extras=True)[name])
+        hint = without_unset(get_type_hints(cls, include_extras=True)[name])
         # A model brings its own configuration (pydantic refuses another one for it).
         own = isinstance(hint, type) and issubclass(hint, BaseModel)
         found = _ADAPTERS[(cls, name)] = TypeAdapter(hint, config=None if own else CONFIG)
